@@ -1,0 +1,1 @@
+"""Medallion framework: DLT-style declarations, runnable locally on open-source Spark + Delta."""

@@ -1,0 +1,42 @@
+"""The one place a local SparkSession is built, from ``conf/spark.yaml``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from framework.errors import EnvironmentSetupError
+from framework.settings import LocalSparkSettings, load_local_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def get_or_create_session(settings: LocalSparkSettings | None = None,
+                          extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """Return the active SparkSession, or build one with the tuned local settings and the cached Delta jars."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = settings or load_local_settings()
+    jars = settings.jar_paths()
+    missing = [str(p) for p in jars if not p.exists()]
+    if missing:
+        raise EnvironmentSetupError(
+            f"Delta jars missing: {', '.join(missing)}. Run `make setup` (or "
+            "`python -m framework.runner.jars fetch`) once with network access."
+        )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    conf = dict(settings.spark_conf)
+    conf.update(extra_conf or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,1 @@
+"""Pytest support for users' pipelines: ``pytest_plugins = ["framework.testing.plugin"]``."""

@@ -1,0 +1,33 @@
+"""Pytest fixtures: one shared SparkSession for the whole test run, a fresh storage root per test.
+
+Tests that need no Spark never start it: the session is built lazily by the first test that asks for ``spark``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The shared local SparkSession with the tuned settings of ``conf/spark.yaml`` and Delta enabled."""
+    from framework.runner.session import get_or_create_session
+
+    session = get_or_create_session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Path:
+    """A fresh pipeline storage root for one test."""
+    root = tmp_path / "storage"
+    root.mkdir()
+    return root

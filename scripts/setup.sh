@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Idempotent set-up: a project-local virtualenv (.venv) with the pinned dependencies, and the Delta jars from
+# Maven Central in .cache/jars. Takes seconds when everything is in place already.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else 1)' \
+  || { echo "setup: Python 3.11+ is needed (found $("$PYTHON" --version 2>&1))" >&2; exit 1; }
+command -v java >/dev/null 2>&1 || { echo "setup: Java 17 is needed (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv" >&2
+  "$PYTHON" -m venv .venv
+fi
+
+stamp=.venv/.medallion-deps
+want=$(cat setup.cfg pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing Python dependencies into .venv" >&2
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  # The official Databricks stubs, only to check our API surface against them. --no-deps: their newest release
+  # pulls in databricks-connect, which overwrites pyspark's own files.
+  .venv/bin/python -m pip install -q --no-deps 'databricks-dlt==0.3.0'
+  .venv/bin/python - <<'PY'
+import importlib.metadata as md, sys
+bad = [d for d in ("databricks-connect", "dlt") if d in {x.metadata["Name"].lower() for x in md.distributions()}]
+if bad:
+    sys.exit(f"setup: conflicting packages installed in .venv: {bad}; remove them (pip uninstall {' '.join(bad)})")
+PY
+  echo "$want" > "$stamp"
+fi
+
+.venv/bin/python -m framework.runner.jars fetch >/dev/null
