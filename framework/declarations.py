@@ -143,6 +143,7 @@ class Flow:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     cdc: ApplyChanges | None = None
     snapshot_cdc: ApplyChangesFromSnapshot | None = None
+    expectations: tuple[Expectation, ...] = ()  # expectation decorators stacked on an @append_flow function
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ Events are buffered during an update and appended in one Delta commit when the u
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import uuid
@@ -97,10 +98,8 @@ class EventLog:
         with self._lock:
             self._events.append(event)
         for hook in self.hooks:
-            try:
+            with contextlib.suppress(Exception):
                 hook(event)
-            except Exception:  # noqa: BLE001 - a failing hook must not fail the update, as on Databricks
-                pass
         return event
 
     @property
@@ -143,5 +142,5 @@ def _spark_error_class(error: BaseException) -> str | None:
     get = getattr(error, "getCondition", None) or getattr(error, "getErrorClass", None)
     try:
         return str(get()) if callable(get) and get() else None
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None

@@ -29,10 +29,12 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
             f"Delta jars missing: {', '.join(missing)}. Run `make setup` (or "
             "`python -m framework.runner.jars fetch`) once with network access."
         )
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder
     conf = dict(settings.spark_conf)
+    conf.setdefault("spark.sql.warehouse.dir", str(settings.jar_cache_dir.parent / "spark-warehouse"))
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -1,0 +1,18 @@
+"""Helpers that work the same in a pipeline loaded by the framework and on Databricks."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from framework.registry import has_active_registry
+
+
+def dlt_module() -> ModuleType:
+    """The ``dlt`` module to declare with: ours while the framework loads a pipeline, else Databricks' own."""
+    if has_active_registry():
+        from framework.shim import dlt as shim
+
+        return shim
+    import dlt  # type: ignore[import-not-found]  # the Databricks runtime module
+
+    return dlt  # type: ignore[no-any-return]

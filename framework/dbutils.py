@@ -1,0 +1,158 @@
+"""A local ``dbutils``: ``fs`` on the local file system (through the path mapping), ``widgets`` backed by the
+pipeline configuration, ``secrets`` from environment variables or a git-ignored ``.secrets.env`` file."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from framework.errors import PipelineError
+from framework.paths import PathMapper
+
+
+class FileInfo(NamedTuple):
+    path: str
+    name: str
+    size: int
+    modificationTime: int
+
+
+class SecretNotFoundError(PipelineError):
+    code = "SECRET_NOT_FOUND"
+
+
+def _local(path: str) -> str:
+    return path[len("file:"):] if path.startswith("file:") else path
+
+
+@dataclass
+class LocalFs:
+    mapper: PathMapper
+
+    def _p(self, path: str) -> Path:
+        return Path(_local(self.mapper.map(path)))
+
+    def ls(self, path: str) -> list[FileInfo]:
+        target = self._p(path)
+        if not target.exists():
+            raise FileNotFoundError(f"dbutils.fs.ls: {path} does not exist (local: {target})")
+        entries = [target] if target.is_file() else sorted(target.iterdir())
+        out = []
+        for entry in entries:
+            stat = entry.stat()
+            name = entry.name + ("/" if entry.is_dir() else "")
+            out.append(FileInfo(f"file:{entry}{'/' if entry.is_dir() else ''}", name,
+                                0 if entry.is_dir() else stat.st_size, int(stat.st_mtime * 1000)))
+        return out
+
+    def mkdirs(self, path: str) -> bool:
+        self._p(path).mkdir(parents=True, exist_ok=True)
+        return True
+
+    def put(self, path: str, contents: str, overwrite: bool = False) -> bool:
+        target = self._p(path)
+        if target.exists() and not overwrite:
+            raise FileExistsError(f"dbutils.fs.put: {path} exists; pass overwrite=True")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(contents)
+        return True
+
+    def head(self, path: str, maxBytes: int = 65536) -> str:
+        with open(self._p(path), "rb") as handle:
+            return handle.read(maxBytes).decode("utf-8", errors="replace")
+
+    def cp(self, src: str, dst: str, recurse: bool = False) -> bool:
+        source, target = self._p(src), self._p(dst)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            if not recurse:
+                raise IsADirectoryError(f"dbutils.fs.cp: {src} is a directory; pass recurse=True")
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, target)
+        return True
+
+    def mv(self, src: str, dst: str, recurse: bool = False) -> bool:
+        source, target = self._p(src), self._p(dst)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(source), str(target))
+        return True
+
+    def rm(self, path: str, recurse: bool = False) -> bool:
+        target = self._p(path)
+        if not target.exists():
+            return False
+        if target.is_dir():
+            if not recurse:
+                raise IsADirectoryError(f"dbutils.fs.rm: {path} is a directory; pass recurse=True")
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+        return True
+
+
+@dataclass
+class LocalWidgets:
+    values: dict[str, str]
+
+    def get(self, name: str) -> str:
+        if name not in self.values:
+            raise PipelineError(f"widget '{name}' is not defined: add it to the spec's `configuration`",
+                                code="WIDGET_NOT_DEFINED")
+        return self.values[name]
+
+    getArgument = get
+
+    def text(self, name: str, defaultValue: str = "", label: str | None = None) -> None:
+        self.values.setdefault(name, defaultValue)
+
+    def dropdown(self, name: str, defaultValue: str, choices: list[str], label: str | None = None) -> None:
+        self.values.setdefault(name, defaultValue)
+
+    combobox = dropdown
+    multiselect = dropdown
+
+    def remove(self, name: str) -> None:
+        self.values.pop(name, None)
+
+    def removeAll(self) -> None:
+        self.values.clear()
+
+
+@dataclass
+class LocalSecrets:
+    """``dbutils.secrets.get(scope, key)``: env var ``DATABRICKS_SECRET_<SCOPE>_<KEY>`` (upper-cased, non-
+    alphanumerics as ``_``) or a line ``scope/key=value`` in ``.secrets.env`` at the project root."""
+
+    secrets_file: Path
+
+    def get(self, scope: str, key: str) -> str:
+        env_name = "DATABRICKS_SECRET_" + re.sub(r"[^A-Za-z0-9]", "_", f"{scope}_{key}").upper()
+        if env_name in os.environ:
+            return os.environ[env_name]
+        if self.secrets_file.exists():
+            for line in self.secrets_file.read_text().splitlines():
+                if "=" in line and not line.lstrip().startswith("#"):
+                    name, value = line.split("=", 1)
+                    if name.strip() == f"{scope}/{key}":
+                        return value.strip()
+        raise SecretNotFoundError(
+            f"secret '{key}' in scope '{scope}' is not set locally: export {env_name}=... or add the line "
+            f"'{scope}/{key}=...' to {self.secrets_file} (git-ignored)")
+
+    def list(self, scope: str) -> list[Any]:
+        return []
+
+
+class LocalDbutils:
+    """The subset of ``dbutils`` that pipeline code uses."""
+
+    def __init__(self, mapper: PathMapper, configuration: Mapping[str, str], secrets_file: Path) -> None:
+        self.fs = LocalFs(mapper)
+        self.widgets = LocalWidgets(dict(configuration))
+        self.secrets = LocalSecrets(secrets_file)

@@ -1,0 +1,199 @@
+"""Load pipeline libraries (Python files, Databricks notebook sources, globs) into a registry.
+
+Pipeline code runs top to bottom to *register* datasets and flows; query functions are not called here.
+While it runs, ``import dlt`` and ``from pyspark import pipelines as dp`` resolve to the framework's shim,
+and ``spark``, ``dbutils`` and ``display`` are available as in a Databricks notebook.
+"""
+
+from __future__ import annotations
+
+import builtins
+import glob as globlib
+import re
+import sys
+import traceback
+import types
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from framework.dbutils import LocalDbutils
+from framework.errors import LoadError, PipelineError, Problem, SpecError
+from framework.notebook import is_notebook_source, notebook_to_python
+from framework.paths import PathMapper
+from framework.registry import Registry, registration_context
+from framework.spec import Library, PipelineSpec
+
+_MODULE_PREFIX = "medallion_pipeline_"
+
+
+@dataclass
+class LoadedPipeline:
+    """A spec and everything its libraries declared."""
+
+    spec: PipelineSpec
+    registry: Registry
+    files: tuple[Path, ...]
+    mapper: PathMapper
+
+
+class ConfOnlySpark:
+    """Stands in for ``spark`` when a pipeline is loaded without Spark (unit tests, ``validate --no-spark``):
+    ``spark.conf.get`` serves the pipeline configuration; anything else says Spark is not started."""
+
+    class _Conf:
+        def __init__(self, values: Mapping[str, str]) -> None:
+            self._values = dict(values)
+
+        def get(self, key: str, default: Any = None) -> Any:
+            if key in self._values:
+                return self._values[key]
+            if default is not None:
+                return default
+            raise LoadError(f"spark.conf.get('{key}'): not set; add it to the spec's `configuration`",
+                            code="CONF_NOT_SET")
+
+        def set(self, key: str, value: Any) -> None:
+            self._values[key] = str(value)
+
+    def __init__(self, configuration: Mapping[str, str]) -> None:
+        self.conf = self._Conf(configuration)
+
+    def __getattr__(self, name: str) -> Any:
+        raise LoadError(f"spark.{name} is not available while the pipeline is loaded without Spark; move Spark "
+                        "work into query functions (they run during the update)", code="SPARK_NOT_STARTED")
+
+
+def resolve_libraries(spec: PipelineSpec, mapper: PathMapper) -> list[Path]:
+    """Expand the spec's libraries to files, reporting every missing one at once."""
+    problems: list[Problem] = []
+    files: list[Path] = []
+    for library in spec.libraries:
+        found = _resolve_library(library, spec.root, mapper)
+        if not found:
+            problems.append(Problem("LIBRARY_NOT_FOUND",
+                                    f"{library.kind} library '{library.path}' matches no file (looked under "
+                                    f"{spec.root})", spec.source))
+        for path in found:
+            if path not in files:
+                files.append(path)
+    if problems:
+        raise SpecError(spec.source, problems)
+    return files
+
+
+def _resolve_library(library: Library, root: Path, mapper: PathMapper) -> list[Path]:
+    raw = mapper.map(library.path) if mapper.is_databricks_path(library.path) else library.path
+    base = Path(raw) if Path(raw).is_absolute() else root / raw
+    if library.kind == "glob":
+        pattern = str(base)
+        if pattern.endswith("/**"):
+            pattern += "/*"
+        matches = sorted(Path(p) for p in globlib.glob(pattern, recursive=True))
+        return [p for p in matches if p.is_file() and p.suffix in {".py", ""} and p.name != "__init__.py"
+                and "__pycache__" not in p.parts]
+    for candidate in (base, base.with_name(base.name + ".py")):
+        if candidate.is_file():
+            return [candidate.resolve()]
+    return []
+
+
+@contextmanager
+def pipeline_environment(spark: Any, dbutils: Any, display: Any = None) -> Iterator[None]:
+    """Install the shim modules and the notebook globals for the duration of the block."""
+    import pyspark
+
+    from framework.shim import dlt as shim_dlt
+    from framework.shim import dp as shim_dp
+
+    saved_modules = {name: sys.modules.get(name) for name in ("dlt", "pyspark.pipelines")}
+    had_attr = hasattr(pyspark, "pipelines")
+    saved_attr = getattr(pyspark, "pipelines", None)
+    saved_builtins = {name: getattr(builtins, name, _MISSING) for name in ("spark", "dbutils", "display")}
+    sys.modules["dlt"] = shim_dlt
+    sys.modules["pyspark.pipelines"] = shim_dp
+    pyspark.pipelines = shim_dp  # type: ignore[attr-defined]
+    builtins.spark = spark  # type: ignore[attr-defined]
+    builtins.dbutils = dbutils  # type: ignore[attr-defined]
+    builtins.display = display or _display  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for name, module in saved_modules.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+        if had_attr:
+            pyspark.pipelines = saved_attr  # type: ignore[attr-defined]
+        elif hasattr(pyspark, "pipelines"):
+            delattr(pyspark, "pipelines")
+        for name, value in saved_builtins.items():
+            if value is _MISSING:
+                if hasattr(builtins, name):
+                    delattr(builtins, name)
+            else:
+                setattr(builtins, name, value)
+
+
+_MISSING = object()
+
+
+def _display(obj: Any, *args: Any, **kwargs: Any) -> None:
+    show = getattr(obj, "show", None)
+    if callable(show):
+        show(truncate=False)
+    else:
+        print(obj)
+
+
+def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None) -> LoadedPipeline:
+    """Run every library of ``spec`` inside a fresh registry and return what they declared."""
+    mapper = PathMapper.from_spec(spec.paths, spec.root)
+    files = resolve_libraries(spec, mapper)
+    spark = spark if spark is not None else ConfOnlySpark(spec.configuration)
+    dbutils = dbutils if dbutils is not None else LocalDbutils(mapper, spec.configuration,
+                                                               spec.root / ".secrets.env")
+    registry = Registry()
+    extra_paths = [str(spec.root), *sorted({str(f.parent) for f in files})]
+    added = [p for p in extra_paths if p not in sys.path]
+    sys.path[:0] = added
+    try:
+        with pipeline_environment(spark, dbutils), registration_context(registry):
+            for path in files:
+                _exec_library(path, spark, dbutils)
+    finally:
+        for p in added:
+            if p in sys.path:
+                sys.path.remove(p)
+    return LoadedPipeline(spec=spec, registry=registry, files=tuple(files), mapper=mapper)
+
+
+def _exec_library(path: Path, spark: Any, dbutils: Any) -> None:
+    text = path.read_text(encoding="utf-8")
+    source = notebook_to_python(text, str(path)) if is_notebook_source(text) else text
+    module_name = _MODULE_PREFIX + re.sub(r"\W", "_", str(path.with_suffix("")).strip("/"))
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
+    module.__dict__.update({"spark": spark, "dbutils": dbutils, "display": _display})
+    sys.modules[module_name] = module
+    try:
+        code = compile(source, str(path), "exec")
+        exec(code, module.__dict__)
+    except PipelineError:
+        raise
+    except SyntaxError as exc:
+        raise LoadError(f"syntax error: {exc.msg}", file=str(path), line=exc.lineno) from exc
+    except Exception as exc:
+        line = _line_in(exc, str(path))
+        raise LoadError(f"loading failed: {type(exc).__name__}: {exc}", file=str(path), line=line) from exc
+
+
+def _line_in(exc: BaseException, filename: str) -> int | None:
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename:
+            line = frame.lineno
+    return line

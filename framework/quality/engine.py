@@ -1,0 +1,146 @@
+"""The expectations engine: every rule of a flow evaluated in one pass, inside Spark's JVM.
+
+- warn rows are kept and counted; drop rows are filtered out and counted; fail rows stop the job through
+  ``raise_error`` inside the plan, so nothing is committed (the Delta write and the checkpoint stay put).
+- A row fails a rule when the constraint is not TRUE (NULL fails), as on Databricks.
+- Counts come from one ``observe`` over the flow's input (no extra Spark job per rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from framework.declarations import Expectation
+
+VIOLATION_MARKER = "EXPECTATION_VIOLATION"
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    name: str
+    dataset: str
+    passed_records: int
+    failed_records: int
+    action: str
+
+
+@dataclass(frozen=True)
+class QualityMetrics:
+    input_rows: int
+    output_rows: int
+    dropped_records: int
+    expectations: tuple[ExpectationResult, ...]
+
+    def data_quality(self) -> dict[str, Any]:
+        """The ``data_quality`` object of a flow_progress event."""
+        return {
+            "dropped_records": self.dropped_records,
+            "expectations": [
+                {
+                    "name": e.name,
+                    "dataset": e.dataset,
+                    "passed_records": e.passed_records,
+                    "failed_records": e.failed_records,
+                }
+                for e in self.expectations
+            ],
+        }
+
+
+def constraint_column(expectation: Expectation) -> Column:
+    """The rule as a boolean Column that is TRUE only when the row passes (NULL → FALSE)."""
+    raw = expectation.constraint
+    column = F.expr(raw) if isinstance(raw, str) else raw
+    return F.coalesce(column.cast("boolean"), F.lit(False))
+
+
+def _metric_name(i: int) -> str:
+    return f"failed_{i}"
+
+
+def apply_expectations(
+    df: DataFrame,
+    expectations: Sequence[Expectation],
+    *,
+    dataset: str,
+    flow: str,
+    observation_name: str | None = None,
+) -> tuple[DataFrame, Any]:
+    """Return (the DataFrame to write, the observation handle) for ``expectations`` on ``df``.
+
+    The row count is always observed (``total``), so flows without expectations report their output rows too.
+
+    For a batch DataFrame the handle is a ``pyspark.sql.Observation`` (read it with :func:`collect_metrics`
+    after the write); for a streaming DataFrame it is the observation name, whose values appear in each
+    micro-batch's progress (``observedMetrics``).
+    """
+    checks = [constraint_column(e) for e in expectations]
+    aggregates = [F.count(F.lit(1)).alias("total")]
+    aggregates += [F.sum(F.when(c, 0).otherwise(1)).alias(_metric_name(i)) for i, c in enumerate(checks)]
+    drop_checks = [c for c, e in zip(checks, expectations, strict=True) if e.action == "drop"]
+    if drop_checks:
+        all_drop = drop_checks[0]
+        for c in drop_checks[1:]:
+            all_drop = all_drop & c
+        aggregates.append(F.sum(F.when(all_drop, 0).otherwise(1)).alias("dropped"))
+    if df.isStreaming:
+        handle: Any = observation_name or f"expectations_{flow}"
+        out = df.observe(handle, *aggregates)
+    else:
+        from pyspark.sql import Observation
+
+        handle = Observation(observation_name or f"expectations_{flow}")
+        out = df.observe(handle, *aggregates)
+    fail = [(c, e) for c, e in zip(checks, expectations, strict=True) if e.action == "fail"]
+    if fail:
+        out = out.where(_fail_guard(out, fail, dataset, flow))
+    if drop_checks:
+        out = out.where(all_drop)
+    return out, handle
+
+
+def _fail_guard(df: DataFrame, fail: Sequence[tuple[Column, Expectation]], dataset: str, flow: str) -> Column:
+    ok = fail[0][0]
+    for c, _ in fail[1:]:
+        ok = ok & c
+    names = F.concat_ws(", ", *[F.when(~c, F.lit(f"'{e.name}'")) for c, e in fail])
+    record = F.to_json(F.struct(*[F.col(f"`{n}`") for n in df.columns]))
+    message = F.concat(
+        F.lit(
+            f"[{VIOLATION_MARKER}] Flow '{flow}' failed due to a failed expectation on dataset '{dataset}': "
+            "expectation(s) "
+        ),
+        names,
+        F.lit(" violated by the record "),
+        record,
+        F.lit(". Nothing was written for this flow; fix the data or the rule, then run the update again."),
+    )
+    return F.when(ok, F.lit(True)).otherwise(F.raise_error(message).cast("boolean"))
+
+
+def metrics_from_row(
+    values: Mapping[str, Any] | None, expectations: Sequence[Expectation], dataset: str
+) -> QualityMetrics:
+    """Turn observed values (one batch, or summed over batches) into :class:`QualityMetrics`."""
+    values = values or {}
+    total = int(values.get("total") or 0)
+    results = []
+    for i, e in enumerate(expectations):
+        failed = int(values.get(_metric_name(i)) or 0)
+        results.append(ExpectationResult(e.name, dataset, total - failed, failed, e.action))
+    dropped = int(values.get("dropped") or 0)
+    return QualityMetrics(total, total - dropped, dropped, tuple(results))
+
+
+def sum_observed(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Add up the observed metrics of several micro-batches."""
+    out: dict[str, int] = {}
+    for row in rows:
+        for key, value in row.items():
+            out[key] = out.get(key, 0) + int(value or 0)
+    return out

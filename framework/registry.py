@@ -1,0 +1,122 @@
+"""The registry that pipeline code declares into, scoped with a ``ContextVar``.
+
+Decorators register into the active registry; outside :func:`registration_context` they fail with a clear
+error, as they do upstream. The registry only collects declarations; it never runs Spark.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import difflib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+from framework.declarations import Dataset, EventHook, Expectation, Flow, Sink
+from framework.errors import DeclarationError, RegistrationContextError
+
+
+@dataclass
+class Registry:
+    """Everything one pipeline declares: datasets, flows, sinks and event hooks, in declaration order."""
+
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    flows: dict[str, Flow] = field(default_factory=dict)
+    sinks: dict[str, Sink] = field(default_factory=dict)
+    event_hooks: list[EventHook] = field(default_factory=list)
+
+    def add_dataset(self, dataset: Dataset) -> None:
+        key = normalize_name(dataset.name)
+        existing = self.datasets.get(key) or self.sinks.get(key)
+        if existing is not None:
+            raise DeclarationError(
+                f"dataset '{dataset.name}' is defined twice (first at {existing.location}). "
+                "Give each table, view and sink a unique name.",
+                file=dataset.location.file, line=dataset.location.line)
+        self.datasets[key] = dataset
+
+    def add_sink(self, sink: Sink) -> None:
+        key = normalize_name(sink.name)
+        existing = self.datasets.get(key) or self.sinks.get(key)
+        if existing is not None:
+            raise DeclarationError(
+                f"sink '{sink.name}' clashes with '{existing.name}' defined at {existing.location}. "
+                "Sinks and datasets share one namespace.",
+                file=sink.location.file, line=sink.location.line)
+        self.sinks[key] = sink
+
+    def add_flow(self, flow: Flow) -> None:
+        key = normalize_name(flow.name)
+        existing = self.flows.get(key)
+        if existing is not None:
+            raise DeclarationError(
+                f"flow '{flow.name}' is defined twice (first at {existing.location}). Pass a unique "
+                "`name=` to @append_flow (or `flow_name=` to apply_changes).",
+                file=flow.location.file, line=flow.location.line)
+        self.flows[key] = flow
+
+    def add_expectations(self, dataset_name: str, expectations: tuple[Expectation, ...]) -> None:
+        """Attach expectations to an already declared dataset (used by create_streaming_table(expect_all=...))."""
+        key = normalize_name(dataset_name)
+        dataset = self.datasets[key]
+        self.datasets[key] = replace(dataset, expectations=merge_expectations(
+            dataset.name, dataset.expectations, expectations))
+
+    def dataset(self, name: str) -> Dataset | None:
+        return self.datasets.get(normalize_name(name))
+
+    def flows_into(self, target: str) -> list[Flow]:
+        key = normalize_name(target)
+        return [f for f in self.flows.values() if normalize_name(f.target) == key]
+
+    def did_you_mean(self, name: str) -> str:
+        names = [d.name for d in self.datasets.values()] + [s.name for s in self.sinks.values()]
+        close = difflib.get_close_matches(name, names, n=1)
+        return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def normalize_name(name: str) -> str:
+    """Dataset names are case-insensitive, as in the metastore."""
+    return name.strip().lower()
+
+
+def merge_expectations(dataset: str, first: tuple[Expectation, ...],
+                       more: tuple[Expectation, ...]) -> tuple[Expectation, ...]:
+    seen = {e.name: e for e in first}
+    for exp in more:
+        if exp.name in seen:
+            raise DeclarationError(
+                f"expectation '{exp.name}' is declared twice on dataset '{dataset}' (also at "
+                f"{seen[exp.name].location}). Expectation names must be unique per dataset.",
+                file=exp.location.file, line=exp.location.line)
+        seen[exp.name] = exp
+    return (*first, *more)
+
+
+_ACTIVE: contextvars.ContextVar[Registry | None] = contextvars.ContextVar("medallion_registry", default=None)
+
+
+def active_registry() -> Registry:
+    """The registry being declared into; fails outside a pipeline-loading context."""
+    registry = _ACTIVE.get()
+    if registry is None:
+        raise RegistrationContextError(
+            "no pipeline is being loaded: dataset and flow declarations (@dlt.table, @dlt.view, "
+            "dlt.create_streaming_table, ...) only work inside a pipeline file run by the framework "
+            "(`medallion run SPEC`, `framework.load_pipeline(...)`) or on Databricks.")
+    return registry
+
+
+def has_active_registry() -> bool:
+    return _ACTIVE.get() is not None
+
+
+@contextmanager
+def registration_context(registry: Registry | None = None) -> Iterator[Registry]:
+    """Make ``registry`` (or a fresh one) the target of declarations within the block."""
+    registry = registry if registry is not None else Registry()
+    token = _ACTIVE.set(registry)
+    try:
+        yield registry
+    finally:
+        _ACTIVE.reset(token)

@@ -1,0 +1,364 @@
+"""Flow executors: streaming tables (append, incremental, one checkpoint per flow), materialized views
+(atomic overwrite), once flows, APPLY CHANGES, snapshot CDC and sinks. The only place flows write data."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
+from framework.errors import ExpectationViolation, PipelineError
+from framework.quality.engine import (
+    VIOLATION_MARKER,
+    ExpectationResult,
+    QualityMetrics,
+    apply_expectations,
+    metrics_from_row,
+    sum_observed,
+)
+from framework.registry import normalize_name
+from framework.runner.resolve import UpdateContext, call_query_function
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from framework.graph import PipelineGraph
+
+
+@dataclass
+class FlowResult:
+    """What one flow did in an update (the summary and the flow_progress event are built from it)."""
+
+    flow: str
+    target: str
+    kind: str
+    status: str = "QUEUED"
+    seconds: float = 0.0
+    num_input_rows: int | None = None
+    num_output_rows: int | None = None
+    num_upserted_rows: int | None = None
+    num_deleted_rows: int | None = None
+    dropped_records: int = 0
+    expectations: list[ExpectationResult] = field(default_factory=list)
+    batches: int = 0
+    error: BaseException | None = None
+    attempts: int = 1
+
+    def metrics(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("num_output_rows", "num_upserted_rows", "num_deleted_rows", "num_input_rows"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def data_quality(self) -> dict[str, Any] | None:
+        if not self.expectations:
+            return None
+        return QualityMetrics(self.num_input_rows or 0, self.num_output_rows or 0, self.dropped_records,
+                              tuple(self.expectations)).data_quality()
+
+
+def generation_id(checkpoint: str) -> str:
+    """A per-checkpoint id that changes when the checkpoint is cleared (full refresh): used as the
+    transaction app id of idempotent writes, so a restarted batch 0 is never mistaken for an old one."""
+    path = Path(checkpoint) / "_medallion_generation"
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = uuid.uuid4().hex
+    path.write_text(value)
+    return value
+
+
+class FlowExecutor:
+    """Runs one flow of an update."""
+
+    def __init__(self, ctx: UpdateContext, graph: PipelineGraph, flow_key: str) -> None:
+        self.ctx = ctx
+        self.graph = graph
+        self.flow: Flow = ctx.registry.flows[flow_key]
+        self.key = flow_key
+        self.target_key = normalize_name(self.flow.target)
+        self.sink = ctx.registry.sinks.get(self.target_key)
+        self.dataset: Dataset | None = ctx.registry.datasets.get(self.target_key)
+        self.kind = graph.kinds.get(self.target_key, DatasetKind.STREAMING_TABLE)
+
+    @property
+    def expectations(self) -> tuple[Any, ...]:
+        own = self.dataset.expectations if self.dataset is not None and self.flow.kind is FlowKind.QUERY else ()
+        if self.dataset is not None and self.flow.kind is FlowKind.APPEND:
+            own = self.dataset.expectations
+        return (*own, *self.flow.expectations)
+
+    def run(self, result: FlowResult) -> None:
+        flow = self.flow
+        if flow.kind is FlowKind.AUTO_CDC:
+            self._run_cdc(result)
+        elif flow.kind is FlowKind.AUTO_CDC_SNAPSHOT:
+            self._run_snapshot_cdc(result)
+        elif self.sink is not None:
+            self._run_sink(result)
+        elif flow.once:
+            self._run_once(result)
+        elif self.kind is DatasetKind.MATERIALIZED_VIEW:
+            self._run_materialized_view(result)
+        else:
+            self._run_streaming(result)
+
+    # ----------------------------------------------------------------------------------------- helpers
+    def _query(self) -> DataFrame:
+        with self.ctx.flow_reader(self.key, "execute"):
+            return call_query_function(self.flow)
+
+    def _dataset_name(self) -> str:
+        return self.dataset.name if self.dataset is not None else self.flow.target
+
+    def _prepare_table(self, path: str, df: DataFrame) -> None:
+        """Create the Delta table with its declared layout on first write (cluster_by, properties)."""
+        if Path(path).exists() or self.dataset is None:
+            return
+        if self.dataset.cluster_by:
+            from delta.tables import DeltaTable
+
+            builder = DeltaTable.createIfNotExists(self.ctx.spark).location(path).addColumns(df.schema)
+            builder = builder.clusterBy(*self.dataset.cluster_by)
+            for key, value in self._properties().items():
+                builder = builder.property(key, value)
+            builder.execute()
+
+    def _properties(self) -> dict[str, str]:
+        props = dict(self.dataset.table_properties) if self.dataset is not None else {}
+        if self.dataset is not None and self.dataset.comment:
+            props.setdefault("comment", self.dataset.comment)
+        props.setdefault("pipelines.pipelineId", self.ctx.spec.pipeline_id)
+        return props
+
+    def _apply_properties(self, path: str, created: bool) -> None:
+        if not created or self.dataset is None:
+            return
+        props = {k: v for k, v in self._properties().items() if not k.startswith("delta.")}
+        if self.dataset.cluster_by:
+            return
+        if props:
+            assignments = ", ".join(f"'{_sql_str(k)}' = '{_sql_str(v)}'" for k, v in props.items())
+            self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({assignments})")
+
+    def _delta_options(self) -> dict[str, str]:
+        if self.dataset is None:
+            return {}
+        return {k: v for k, v in self.dataset.table_properties.items() if k.startswith("delta.")}
+
+    # -------------------------------------------------------------------------------------- executors
+    def _run_materialized_view(self, result: FlowResult) -> None:
+        df = self._query()
+        path = self.ctx.table_path(self.target_key)
+        created = not Path(path).exists()
+        out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
+                                              flow=self.flow.name)
+        self._prepare_table(path, out)
+        writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+        writer = writer.options(**self._delta_options())
+        if self.dataset is not None and self.dataset.partition_cols:
+            writer = writer.partitionBy(*self.dataset.partition_cols)
+        _raise_violations(lambda: writer.save(path), self.flow.name, self._dataset_name())
+        self._record(result, dict(observation.get), batches=1)
+        self._apply_properties(path, created)
+
+    def _run_once(self, result: FlowResult) -> None:
+        checkpoint = Path(self.ctx.checkpoint_path(self.flow))
+        marker = checkpoint / "once.done"
+        if marker.exists():
+            result.status = "COMPLETED"
+            result.num_output_rows = 0
+            return
+        df = self._query()
+        if df.isStreaming:
+            raise PipelineError(f"once flow '{self.flow.name}' must return a batch DataFrame (spark.read)",
+                                code="ONCE_FLOW_NOT_BATCH")
+        path = self.ctx.table_path(self.target_key)
+        created = not Path(path).exists()
+        out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
+                                              flow=self.flow.name)
+        app_id = f"once-{generation_id(str(checkpoint))}"
+        writer = (out.write.format("delta").mode("append").option("mergeSchema", "true")
+                  .option("txnAppId", app_id).option("txnVersion", "0").options(**self._delta_options()))
+        if self.dataset is not None and self.dataset.partition_cols:
+            writer = writer.partitionBy(*self.dataset.partition_cols)
+        _raise_violations(lambda: writer.save(path), self.flow.name, self._dataset_name())
+        values = observation.get
+        marker.write_text(datetime.now(UTC).isoformat())
+        self._record(result, dict(values), batches=1)
+        self._apply_properties(path, created)
+
+    def _run_streaming(self, result: FlowResult) -> None:
+        df = self._query()
+        if not df.isStreaming:
+            raise PipelineError(f"flow '{self.flow.name}' into streaming table '{self.flow.target}' returned a "
+                                "batch DataFrame", code="FLOW_NOT_STREAMING")
+        path = self.ctx.table_path(self.target_key)
+        created = not Path(path).exists()
+        name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
+        out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
+                                              flow=self.flow.name, observation_name=name)
+        self._prepare_table(path, out)
+        checkpoint = self.ctx.checkpoint_path(self.flow)
+
+        def start(mode: str) -> Any:
+            writer = (out.writeStream.format("delta").outputMode(mode)
+                      .option("checkpointLocation", checkpoint).option("mergeSchema", "true")
+                      .options(**self._delta_options()).trigger(availableNow=True))
+            if self.dataset is not None and self.dataset.partition_cols:
+                writer = writer.partitionBy(*self.dataset.partition_cols)
+            return writer.start(path)
+
+        try:
+            query = start("append")
+        except Exception as exc:  # streaming aggregation without watermark: DLT uses complete mode
+            if "streaming aggregations" not in str(exc) and "Complete output mode" not in str(exc) and \
+                    "not supported when there are streaming aggregations" not in str(exc):
+                raise
+            query = start("complete")
+        _raise_violations(query.awaitTermination, self.flow.name, self._dataset_name())
+        progresses = list(query.recentProgress)
+        observed = [dict(p.observedMetrics.get(observation, {}).asDict()) if p.observedMetrics.get(observation)
+                    else {} for p in progresses]
+        result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
+        self._record(result, sum_observed(observed), batches=sum(1 for p in progresses if p.numInputRows))
+        self._apply_properties(path, created)
+
+    def _run_sink(self, result: FlowResult) -> None:
+        assert self.sink is not None
+        df = self._query()
+        checkpoint = self.ctx.checkpoint_path(self.flow)
+        if not df.isStreaming:
+            raise PipelineError(f"flow '{self.flow.name}' into sink '{self.sink.name}' must be streaming",
+                                code="FLOW_NOT_STREAMING")
+        name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
+        out, observation = apply_expectations(df, (), dataset=self.sink.name, flow=self.flow.name,
+                                              observation_name=name)
+        writer = out.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        if self.sink.format == "foreach_batch":
+            handler = self.sink.handler
+            assert handler is not None
+            query = writer.foreachBatch(lambda batch, batch_id: handler(batch, batch_id)).start()
+        elif self.sink.format == "delta":
+            opts = dict(self.sink.options)
+            writer = writer.format("delta")
+            if "path" in opts:
+                query = writer.options(**{k: v for k, v in opts.items() if k != "path"}).start(
+                    self.ctx.map_path(opts["path"]))
+            else:
+                query = writer.toTable(opts["tableName"])
+        else:
+            query = writer.format(self.sink.format).options(**self.sink.options).start()
+        query.awaitTermination()
+        progresses = list(query.recentProgress)
+        observed = [dict(p.observedMetrics[observation].asDict()) for p in progresses
+                    if p.observedMetrics.get(observation)]
+        result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
+        self._record(result, sum_observed(observed), batches=len(observed))
+
+    def _run_cdc(self, result: FlowResult) -> None:
+        from framework.cdc import ApplyChangesTarget
+
+        spec = self.flow.cdc
+        assert spec is not None and self.dataset is not None
+        path = self.ctx.table_path(self.target_key)
+        checkpoint = self.ctx.checkpoint_path(self.flow)
+        target = ApplyChangesTarget(self.ctx.spark, spec, self.dataset.name, path,
+                                    self._cdc_state_path(), target_schema=self.dataset.schema)
+        target.check_compatible()
+        app_id = f"{self.key}-{generation_id(checkpoint)}"
+        with self.ctx.flow_reader(self.key, "execute") as reader:
+            source = reader.read(spec.source) if self.flow.once else reader.read_stream(spec.source)
+        metrics: list[Any] = []
+        if not source.isStreaming:
+            marker = Path(checkpoint) / "once.done"
+            if not marker.exists():
+                metrics.append(target.apply_batch(source, 0, app_id))
+                marker.write_text(datetime.now(UTC).isoformat())
+        else:
+            query = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+                     .foreachBatch(lambda batch, batch_id: metrics.append(
+                         target.apply_batch(batch, batch_id, app_id))).start())
+            query.awaitTermination()
+            result.num_input_rows = sum(int(p.numInputRows or 0) for p in query.recentProgress)
+        result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
+        result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
+        result.batches = len(metrics)
+
+    def _run_snapshot_cdc(self, result: FlowResult) -> None:
+        from framework.cdc import SnapshotTarget
+
+        spec = self.flow.snapshot_cdc
+        assert spec is not None and self.dataset is not None
+        target = SnapshotTarget(self.ctx.spark, spec, self.dataset.name, self.ctx.table_path(self.target_key),
+                                self._cdc_state_path(), target_schema=self.dataset.schema)
+
+        def resolve_source(name: str) -> DataFrame:
+            with self.ctx.flow_reader(self.key, "execute") as reader:
+                return reader.table(name, streaming=False)
+
+        metrics = target.run(resolve_source, self.ctx.update_time)  # type: ignore[attr-defined]
+        result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
+        result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
+        result.batches = len(metrics)
+
+    def _cdc_state_path(self) -> str:
+        return str(self.ctx.spec.storage / "system" / "apply_changes" / self.target_key)
+
+    def _record(self, result: FlowResult, values: dict[str, Any], batches: int) -> None:
+        quality = metrics_from_row(values, self.expectations, self._dataset_name())
+        if result.num_input_rows is None:
+            result.num_input_rows = quality.input_rows
+        result.num_output_rows = quality.output_rows
+        result.dropped_records = quality.dropped_records
+        result.expectations = list(quality.expectations)
+        result.batches = batches
+
+
+def clear_dataset(ctx: UpdateContext, key: str) -> None:
+    """Full refresh of one dataset: its data, every checkpoint of flows into it, its Auto Loader schemas and
+    APPLY CHANGES state. Sinks keep their data (as on Databricks); only their flows' checkpoints go."""
+    spec = ctx.spec
+    paths = [spec.checkpoints_dir / key, spec.autoloader_dir / key, spec.storage / "system" / "apply_changes" / key]
+    if key in ctx.registry.datasets:
+        paths.append(Path(ctx.table_path(key)))
+    for path in paths:
+        if path.exists():
+            shutil.rmtree(path)
+
+
+def _sql_str(value: str) -> str:
+    return str(value).replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _raise_violations(action: Any, flow: str, dataset: str) -> None:
+    """Run ``action``; turn a Spark failure raised by an expect_or_fail guard into ExpectationViolation."""
+    try:
+        action()
+    except Exception as exc:
+        text = str(exc)
+        if VIOLATION_MARKER not in text:
+            raise
+        match = re.search(r"expectation\(s\) (.*?) violated by the record (.*?)\. Nothing was written", text,
+                          re.DOTALL)
+        names = [n.strip().strip("'") for n in match.group(1).split(",")] if match else ["?"]
+        record = match.group(2) if match else "?"
+        raise ExpectationViolation(flow, dataset, names, record) from None
+
+
+def timed_run(executor: FlowExecutor, result: FlowResult) -> None:
+    start = time.perf_counter()
+    try:
+        executor.run(result)
+        result.status = "COMPLETED"
+    finally:
+        result.seconds = time.perf_counter() - start

@@ -1,0 +1,48 @@
+"""The end-of-update summary: per dataset kind, rows, dropped, expectation results, time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from framework.runner.update import UpdateResult
+    from framework.spec import PipelineSpec
+
+
+def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
+    state = "COMPLETED" if result.succeeded else "FAILED"
+    lines = [
+        "",
+        f"Update {result.update_id[:8]} of '{spec.name}': {state} in {result.seconds:.1f}s",
+        f"{'flow':30s} {'target':28s} {'kind':18s} {'status':10s} {'rows':>9s} {'dropped':>8s} {'time':>7s}",
+        "-" * 116,
+    ]
+    for f in result.flows:
+        rows = f.num_output_rows
+        if f.num_upserted_rows is not None:
+            rows = f.num_upserted_rows
+        rows_text = "-" if rows is None else str(rows)
+        if f.num_deleted_rows:
+            rows_text += f" (-{f.num_deleted_rows})"
+        lines.append(f"{f.flow[:30]:30s} {f.target[:28]:28s} {f.kind[:18]:18s} {f.status:10s} {rows_text:>9s} "
+                     f"{f.dropped_records if f.dropped_records else '':>8} {f.seconds:6.1f}s")
+        for e in f.expectations:
+            total = e.passed_records + e.failed_records
+            rate = 100.0 * e.passed_records / total if total else 100.0
+            flag = "" if e.failed_records == 0 else ("  <- dropped" if e.action == "drop" else "  <- warned")
+            lines.append(f"    expect {e.name} [{e.action}]: {e.passed_records} passed, {e.failed_records} failed "
+                         f"({rate:.1f}% pass){flag}")
+        if f.error is not None:
+            lines.append(f"    error: {str(f.error).strip().splitlines()[0][:400]}")
+    if result.error is not None:
+        lines.append(f"error: {result.error}")
+    lines.append("")
+    lines.append(f"tables:    {spec.tables_dir}  (catalog schema '{spec.schema}')")
+    lines.append(f"event log: {spec.events_dir}")
+    if result.report is not None:
+        lines.append(f"report:    {result.report}")
+    return "\n".join(lines)
+
+
+def print_summary(spec: PipelineSpec, result: UpdateResult, out: TextIO) -> None:
+    print(format_summary(spec, result), file=out, flush=True)

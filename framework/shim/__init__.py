@@ -1,0 +1,1 @@
+"""Module objects installed as ``dlt`` and ``pyspark.pipelines`` while a pipeline is loaded."""

@@ -1,0 +1,31 @@
+"""``from pyspark import pipelines as dp`` inside a pipeline loaded by the framework resolves to this module."""
+
+from framework.api import (
+    append_flow,
+    create_auto_cdc_flow,
+    create_auto_cdc_from_snapshot_flow,
+    create_sink,
+    create_streaming_table,
+    expect,
+    expect_all,
+    expect_all_or_drop,
+    expect_all_or_fail,
+    expect_or_drop,
+    expect_or_fail,
+    foreach_batch_sink,
+    materialized_view,
+    on_event_hook,
+    read,
+    read_stream,
+    table,
+)
+from framework.api import apply_changes as apply_changes
+from framework.api import apply_changes_from_snapshot as apply_changes_from_snapshot
+from framework.api import view as temporary_view
+
+__all__ = [
+    "append_flow", "apply_changes", "apply_changes_from_snapshot", "create_auto_cdc_flow",
+    "create_auto_cdc_from_snapshot_flow", "create_sink", "create_streaming_table", "expect", "expect_all",
+    "expect_all_or_drop", "expect_all_or_fail", "expect_or_drop", "expect_or_fail", "foreach_batch_sink",
+    "materialized_view", "on_event_hook", "read", "read_stream", "table", "temporary_view",
+]

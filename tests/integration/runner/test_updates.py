@@ -1,0 +1,117 @@
+"""Updates end to end: streaming tables are incremental, materialized views recompute, views are not stored,
+the event log has Databricks' shape, names resolve the way pipelines write them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from framework.runner.update import UpdateOptions, run_update
+from framework.sqlcompat import translate_databricks_sql
+from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
+
+pytestmark = pytest.mark.spark
+
+PIPELINE = """
+import dlt
+from pyspark.sql import functions as F
+
+@dlt.table(comment="raw orders", table_properties={"quality": "bronze"})
+@dlt.expect_or_drop("positive_amount", "amount > 0")
+@dlt.expect("small_amount", "amount < 100")
+def orders_raw():
+    return spark.readStream.format("json").schema("id bigint, amount double").load(spark.conf.get("landing"))
+
+@dlt.view
+def big_orders():
+    return dlt.read_stream("LIVE.orders_raw").where("amount > 10")
+
+@dlt.table
+def big_orders_copy():
+    return dlt.read_stream("big_orders")
+
+@dlt.table
+def totals():
+    return spark.read.table("orders_raw").groupBy().agg(F.count("*").alias("n"), F.sum("amount").alias("total"))
+"""
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path):
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "a.json", ['{"id":1,"amount":5}', '{"id":2,"amount":-1}', '{"id":3,"amount":500}'])
+    spec = make_pipeline(tmp_path, {"orders.py": PIPELINE}, {"landing": str(landing)})
+    return spec, landing
+
+
+def test_incremental_update_and_event_log(spark, pipeline) -> None:
+    spec, landing = pipeline
+    first = run_update(spec, UpdateOptions(), spark=spark)
+    assert first.succeeded, [f.error for f in first.flows]
+    raw = first.flow("orders_raw")
+    assert (raw.num_input_rows, raw.num_output_rows, raw.dropped_records) == (3, 2, 1)
+    by_name = {e.name: e for e in raw.expectations}
+    assert (by_name["positive_amount"].passed_records, by_name["positive_amount"].failed_records) == (2, 1)
+    assert (by_name["small_amount"].passed_records, by_name["small_amount"].failed_records) == (2, 1)
+    assert first.kinds == {"orders_raw": "streaming_table", "big_orders": "view",
+                           "big_orders_copy": "streaming_table", "totals": "materialized_view"}
+    assert not (spec.tables_dir / "big_orders").exists()  # views are not stored
+
+    write_json_lines(landing, "b.json", ['{"id":4,"amount":50}'])
+    second = run_update(spec, UpdateOptions(), spark=spark)
+    assert second.succeeded
+    assert second.flow("orders_raw").num_input_rows == 1  # only the new file
+    assert second.flow("big_orders_copy").num_output_rows == 1
+    rows = spark.read.format("delta").load(str(spec.tables_dir / "orders_raw")).orderBy("id").collect()
+    assert [r.id for r in rows] == [1, 3, 4]
+    assert spark.read.table(f"{spec.schema}.totals").first().asDict() == {"n": 3, "total": 555.0}
+    assert spark.sql(f"SELECT count(*) FROM delta.`{spec.tables_dir}/big_orders_copy`").first()[0] == 2
+    props = spark.sql(f"SHOW TBLPROPERTIES delta.`{spec.tables_dir}/orders_raw`").collect()
+    assert {r.key: r.value for r in props}.get("quality") == "bronze"
+
+    events = spark.read.format("delta").load(str(spec.events_dir))
+    types = {r.event_type for r in events.select("event_type").distinct().collect()}
+    assert {"create_update", "flow_definition", "flow_progress", "update_progress"} <= types
+    definition = events.where("event_type = 'flow_definition' AND origin.flow_name = 'big_orders_copy'").first()
+    assert json.loads(definition.details)["flow_definition"]["input_datasets"] == ["big_orders"]
+
+    # Databricks' own data-quality monitoring query, unchanged (from_json + explode over expectations).
+    dq = spark.sql(translate_databricks_sql(f"""
+        SELECT row_expectations.dataset AS dataset, row_expectations.name AS expectation,
+               SUM(row_expectations.passed_records) AS passing_records,
+               SUM(row_expectations.failed_records) AS failing_records
+        FROM (
+          SELECT explode(from_json(details:flow_progress:data_quality:expectations,
+                 "array<struct<name: string, dataset: string, passed_records: int, failed_records: int>>"))
+                 AS row_expectations
+          FROM delta.`{spec.events_dir}` WHERE event_type = 'flow_progress'
+            AND origin.update_id = '{first.update_id}')
+        GROUP BY row_expectations.dataset, row_expectations.name ORDER BY expectation""")).collect()
+    assert [(r.dataset, r.expectation, r.passing_records, r.failing_records) for r in dq] == [
+        ("orders_raw", "positive_amount", 2, 1), ("orders_raw", "small_amount", 2, 1)]
+
+
+def test_full_refresh_then_incremental(spark, pipeline) -> None:
+    spec, landing = pipeline
+    assert run_update(spec, UpdateOptions(), spark=spark).succeeded
+    refreshed = run_update(spec, UpdateOptions(full_refresh=True), spark=spark)
+    assert refreshed.succeeded
+    assert refreshed.flow("orders_raw").num_input_rows == 3  # everything reprocessed
+    write_json_lines(landing, "c.json", ['{"id":9,"amount":9}'])
+    after = run_update(spec, UpdateOptions(), spark=spark)
+    assert after.flow("orders_raw").num_input_rows == 1
+    ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "orders_raw")).collect())
+    assert ids == [1, 3, 9]  # no duplicates from the pre-refresh run, and the new row was not ignored
+
+
+def test_refresh_selection_only_touches_selected(spark, pipeline) -> None:
+    spec, _landing = pipeline
+    assert run_update(spec, UpdateOptions(), spark=spark).succeeded
+    selected = run_update(spec, UpdateOptions(refresh_selection=("totals",)), spark=spark)
+    statuses = {f.flow: f.status for f in selected.flows}
+    assert statuses["totals"] == "COMPLETED"
+    assert statuses["orders_raw"] == "EXCLUDED"
+    unknown = run_update(spec, UpdateOptions(refresh_selection=("totalz",)), spark=spark)
+    assert not unknown.succeeded and "Did you mean 'totals'" in str(unknown.error)
