@@ -33,6 +33,7 @@ from framework.registry import active_registry, merge_expectations
 QueryFunction = Callable[[], Any]
 _EXPECTATIONS_ATTR = "__medallion_expectations__"
 _REGISTERED_ATTR = "__medallion_dataset__"
+_SINK_ATTR = "__medallion_sink__"
 _FRAMEWORK_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -42,7 +43,7 @@ def caller_location() -> SourceLocation:
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_FRAMEWORK_DIR) and "importlib" not in filename:
+        if not filename.startswith(_FRAMEWORK_DIR + os.sep) and not filename.startswith("<frozen importlib"):
             return SourceLocation(frame.f_code.co_filename, frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return SourceLocation("<unknown>", 0)
@@ -104,22 +105,13 @@ def _scd_type(value: Any, location: SourceLocation, *, default: int = 1) -> int:
 def _expectation_decorator(action: ExpectationAction, expectations: Mapping[str, Any],
                            decorator: str) -> Callable[[QueryFunction], QueryFunction]:
     location = caller_location()
-    if not isinstance(expectations, Mapping):
-        raise _fail(f"{decorator} takes a dict of name -> constraint, got {type(expectations).__name__}",
-                    location)
-    built: list[Expectation] = []
-    for name, constraint in expectations.items():
-        _check_name("expectation", name, location)
-        if not isinstance(constraint, str) and type(constraint).__name__ != "Column":
-            raise _fail(f"expectation '{name}': the constraint must be a SQL string or a Column, got "
-                        f"{type(constraint).__name__}", location)
-        if isinstance(constraint, str) and not constraint.strip():
-            raise _fail(f"expectation '{name}': the constraint is empty", location)
-        built.append(Expectation(name, constraint, action, location))
+    built = _build_expectations(action, expectations, decorator, location)
 
     def decorate(fn: QueryFunction) -> QueryFunction:
         if not callable(fn):
             raise _fail(f"@{decorator}(...) must decorate a query function, got {fn!r}", location)
+        if getattr(fn, _SINK_ATTR, None):
+            raise _fail(f"sink '{getattr(fn, _SINK_ATTR)}': expectations are not allowed on sinks", location)
         if getattr(fn, _REGISTERED_ATTR, None):
             raise _fail(
                 f"@{decorator} is above @dlt.table/@dlt.view on '{fn.__name__}': put expectation decorators "
@@ -159,16 +151,31 @@ def expect_all_or_fail(expectations: Mapping[str, Any]) -> Callable[[QueryFuncti
     return _expectation_decorator("fail", expectations, "expect_all_or_fail")
 
 
-def _expectations_from_dicts(location: SourceLocation, **by_action: Mapping[str, Any] | None
+def _build_expectations(action: ExpectationAction, expectations: Any, what: str,
+                        location: SourceLocation) -> list[Expectation]:
+    if not isinstance(expectations, Mapping):
+        raise _fail(f"{what} takes a dict of name -> constraint, got {type(expectations).__name__}", location)
+    built: list[Expectation] = []
+    for name, constraint in expectations.items():
+        _check_name("expectation", name, location)
+        if not isinstance(constraint, str) and type(constraint).__name__ != "Column":
+            raise _fail(f"expectation '{name}': the constraint must be a SQL string or a Column, got "
+                        f"{type(constraint).__name__}", location)
+        if isinstance(constraint, str) and not constraint.strip():
+            raise _fail(f"expectation '{name}': the constraint is empty", location)
+        built.append(Expectation(name, constraint, action, location))
+    return built
+
+
+def _expectations_from_dicts(dataset: str, location: SourceLocation, **by_action: Mapping[str, Any] | None
                              ) -> tuple[Expectation, ...]:
     out: list[Expectation] = []
     actions: dict[str, ExpectationAction] = {"expect_all": "warn", "expect_all_or_drop": "drop",
                                              "expect_all_or_fail": "fail"}
     for key, mapping in by_action.items():
-        for name, constraint in (mapping or {}).items():
-            out.append(Expectation(_check_name("expectation", name, location), constraint, actions[key],
-                                   location))
-    return merge_expectations("?", (), tuple(out))
+        if mapping is not None:
+            out.extend(_build_expectations(actions[key], mapping, key, location))
+    return merge_expectations(dataset, (), tuple(out))
 
 
 # ------------------------------------------------------------------------------------------------- datasets
@@ -225,7 +232,8 @@ def table(query_function: QueryFunction | None = None, name: str | None = None, 
           spark_conf: dict[str, str] | None = None, table_properties: dict[str, str] | None = None,
           partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
           temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
-          *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None) -> Any:
+          *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None,
+          _spelling: str = "dlt.table") -> Any:
     """A table: a streaming table when the query is streaming, else a materialized view."""
     location = caller_location()
     options = _table_options(location, comment=comment, spark_conf=spark_conf, table_properties=table_properties,
@@ -233,7 +241,7 @@ def table(query_function: QueryFunction | None = None, name: str | None = None, 
                              private=temporary if private is None else private, cluster_by=cluster_by,
                              cluster_by_auto=cluster_by_auto, row_filter=row_filter)
     _check_format(format, location)
-    return _dataset_decorator("dlt.table", DatasetKind.TABLE, query_function, name, options)
+    return _dataset_decorator(_spelling, DatasetKind.TABLE, query_function, name, options)
 
 
 def materialized_view(query_function: QueryFunction | None = None, name: str | None = None,
@@ -255,9 +263,9 @@ def materialized_view(query_function: QueryFunction | None = None, name: str | N
 
 
 def view(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
-         spark_conf: dict[str, str] | None = None) -> Any:
+         spark_conf: dict[str, str] | None = None, *, _spelling: str = "dlt.view") -> Any:
     """A temporary view: computed when read, never stored."""
-    return _dataset_decorator("dlt.view", DatasetKind.VIEW, query_function, name,
+    return _dataset_decorator(_spelling, DatasetKind.VIEW, query_function, name,
                               dict(comment=comment, spark_conf=_dict(spark_conf)))
 
 
@@ -282,7 +290,7 @@ def create_streaming_table(name: str, comment: str | None = None, spark_conf: di
     options = _table_options(location, comment=comment, spark_conf=spark_conf, table_properties=table_properties,
                              partition_cols=partition_cols, path=path, schema=schema, private=private,
                              cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter)
-    expectations = _expectations_from_dicts(location, expect_all=expect_all,
+    expectations = _expectations_from_dicts(name, location, expect_all=expect_all,
                                             expect_all_or_drop=expect_all_or_drop,
                                             expect_all_or_fail=expect_all_or_fail)
     active_registry().add_dataset(Dataset(name=name, kind=DatasetKind.STREAMING_TABLE, location=location,
@@ -490,6 +498,7 @@ def _register_foreach(fn: Callable[[Any, int], Any], name: str | None, location:
         raise _fail(f"sink '{sink_name}': expectations are not allowed on sinks", location)
     active_registry().add_sink(Sink(name=sink_name, format="foreach_batch", location=function_location(fn),
                                     handler=fn))
+    setattr(fn, _SINK_ATTR, sink_name)
     return fn
 
 
@@ -511,6 +520,23 @@ def on_event_hook(user_event_hook_fn: Callable[..., Any] | None = None,
 
 
 # ---------------------------------------------------------------------------------------------------- reads
+def dp_table(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
+             spark_conf: dict[str, str] | None = None, table_properties: dict[str, str] | None = None,
+             partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
+             temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
+             *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None) -> Any:
+    """``dp.table``: a streaming table when the query is streaming, else a materialized view."""
+    return table(query_function, name, comment, spark_conf, table_properties, partition_cols, path, schema,
+                 temporary, cluster_by, row_filter, private=private, cluster_by_auto=cluster_by_auto,
+                 format=format, _spelling="dp.table")
+
+
+def temporary_view(query_function: QueryFunction | None = None, name: str | None = None,
+                   comment: str | None = None, spark_conf: dict[str, str] | None = None) -> Any:
+    """``dp.temporary_view``: computed when read, never stored."""
+    return view(query_function, name, comment, spark_conf, _spelling="dp.temporary_view")
+
+
 def read(name: str) -> Any:
     """A batch read of a pipeline dataset (or an external table)."""
     return current_reader().read(name)

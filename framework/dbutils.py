@@ -140,7 +140,10 @@ class LocalSecrets:
                 if "=" in line and not line.lstrip().startswith("#"):
                     name, value = line.split("=", 1)
                     if name.strip() == f"{scope}/{key}":
-                        return value.strip()
+                        value = value.strip()
+                        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                            value = value[1:-1]
+                        return value
         raise SecretNotFoundError(
             f"secret '{key}' in scope '{scope}' is not set locally: export {env_name}=... or add the line "
             f"'{scope}/{key}=...' to {self.secrets_file} (git-ignored)")

@@ -93,6 +93,7 @@ def build_graph(registry: Registry, reads: Mapping[str, Sequence[Read]], streami
     names = [d.name for d in registry.datasets.values()]
     inputs: dict[str, list[str]] = {}
     external: dict[str, list[str]] = {}
+    kinds = _resolve_kinds(registry, streaming, problems)
 
     for key, flow in registry.flows.items():
         loc = flow.location
@@ -120,7 +121,7 @@ def build_graph(registry: Registry, reads: Mapping[str, Sequence[Read]], streami
                 ins.append(target)
             if read.streaming:
                 source = registry.datasets[target]
-                if source.kind is DatasetKind.MATERIALIZED_VIEW:
+                if kinds[target] is DatasetKind.MATERIALIZED_VIEW:
                     problems.append(Problem(
                         "STREAMING_READ_OF_MATERIALIZED_VIEW",
                         f"flow '{flow.name}' streams from materialized view '{source.name}'; a materialized view "
@@ -129,7 +130,6 @@ def build_graph(registry: Registry, reads: Mapping[str, Sequence[Read]], streami
         inputs[key] = ins
         external[key] = exts
 
-    kinds = _resolve_kinds(registry, streaming, problems)
     _check_targets(registry, streaming, kinds, problems)
     order = _topological_order(registry, inputs, problems)
     if problems:

@@ -27,6 +27,7 @@ from framework.registry import Registry, registration_context
 from framework.spec import Library, PipelineSpec
 
 _MODULE_PREFIX = "medallion_pipeline_"
+_UNSET: Any = object()
 
 
 @dataclass
@@ -47,10 +48,10 @@ class ConfOnlySpark:
         def __init__(self, values: Mapping[str, str]) -> None:
             self._values = dict(values)
 
-        def get(self, key: str, default: Any = None) -> Any:
+        def get(self, key: str, default: Any = _UNSET) -> Any:
             if key in self._values:
                 return self._values[key]
-            if default is not None:
+            if default is not _UNSET:
                 return default
             raise LoadError(f"spark.conf.get('{key}'): not set; add it to the spec's `configuration`",
                             code="CONF_NOT_SET")
@@ -92,12 +93,20 @@ def _resolve_library(library: Library, root: Path, mapper: PathMapper) -> list[P
         if pattern.endswith("/**"):
             pattern += "/*"
         matches = sorted(Path(p) for p in globlib.glob(pattern, recursive=True))
-        return [p for p in matches if p.is_file() and p.suffix in {".py", ""} and p.name != "__init__.py"
-                and "__pycache__" not in p.parts]
+        return [p for p in matches if p.is_file() and p.name != "__init__.py" and "__pycache__" not in p.parts
+                and (p.suffix == ".py" or (p.suffix == "" and _is_notebook_file(p)))]
     for candidate in (base, base.with_name(base.name + ".py")):
         if candidate.is_file():
             return [candidate.resolve()]
     return []
+
+
+def _is_notebook_file(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return is_notebook_source(handle.read(64))
+    except OSError:
+        return False
 
 
 @contextmanager
@@ -160,6 +169,7 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
     extra_paths = [str(spec.root), *sorted({str(f.parent) for f in files})]
     added = [p for p in extra_paths if p not in sys.path]
     sys.path[:0] = added
+    modules_before = set(sys.modules)
     try:
         with pipeline_environment(spark, dbutils), registration_context(registry):
             for path in files:
@@ -168,6 +178,12 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
         for p in added:
             if p in sys.path:
                 sys.path.remove(p)
+        # helper modules imported by this pipeline must not shadow a same-named helper of the next one
+        for name in set(sys.modules) - modules_before:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if any(module_file.startswith(p.rstrip("/") + "/") for p in added) or \
+                    name.startswith(_MODULE_PREFIX):
+                sys.modules.pop(name, None)
     return LoadedPipeline(spec=spec, registry=registry, files=tuple(files), mapper=mapper)
 
 
@@ -182,7 +198,11 @@ def _exec_library(path: Path, spark: Any, dbutils: Any) -> None:
     try:
         code = compile(source, str(path), "exec")
         exec(code, module.__dict__)
-    except PipelineError:
+    except PipelineError as exc:
+        if exc.file is None:
+            exc.file = str(path)
+            exc.line = _line_in(exc, str(path))
+            exc.args = (exc.render(),)
         raise
     except SyntaxError as exc:
         raise LoadError(f"syntax error: {exc.msg}", file=str(path), line=exc.lineno) from exc

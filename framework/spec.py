@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import yaml
 
-from framework.errors import Problem, SpecError
+from framework.errors import PipelineError, Problem, SpecError
 
 LibraryKind = Literal["file", "notebook", "glob"]
 
@@ -98,6 +98,12 @@ def load_spec(path: str | Path, env: str | None = None, overrides: Mapping[str, 
     # Asset-bundle style wrapper: {"resources": {"pipelines": {"key": {...}}}} or {"spec": {...}}
     if isinstance(raw.get("spec"), dict):
         raw = raw["spec"]
+    pipelines = (raw.get("resources") or {}).get("pipelines") if isinstance(raw.get("resources"), dict) else None
+    if isinstance(pipelines, dict):
+        if len(pipelines) != 1:
+            raise SpecError(source, [Problem("AMBIGUOUS_BUNDLE", f"the bundle defines {len(pipelines)} pipelines "
+                                             f"({', '.join(pipelines)}); pass a file with exactly one", source)])
+        raw = next(iter(pipelines.values()))
     default_root = path.parent.parent if path.parent.name == "conf" else path.parent
     return parse_spec(raw, source=source, default_root=default_root.resolve(), env=env, overrides=overrides)
 
@@ -155,8 +161,13 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
         if not isinstance(storage_raw, str):
             problems.append(Problem("INVALID_VALUE", "`storage` must be a path string", source))
         elif storage_raw.startswith(("dbfs:/", "/dbfs/", "s3:", "abfss:", "gs:")):
-            mapped = paths.get(storage_raw.rstrip("/"))
-            storage = Path(mapped) if mapped else storage
+            from framework.paths import PathMapper
+
+            try:
+                mapped = PathMapper.from_spec(paths, root).map(storage_raw)
+            except PipelineError:
+                mapped = storage_raw
+            storage = Path(mapped) if mapped != storage_raw else storage
         else:
             storage = Path(storage_raw)
     if not storage.is_absolute():

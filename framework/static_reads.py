@@ -55,10 +55,10 @@ def _function_reads(fn: Callable[..., Any]) -> tuple[list[Read], bool]:
             stream = attr != "read"
             reads.append(Read(name, stream, via_live=True))
             streaming |= stream
-        elif attr == "table" and name and owner.endswith("readStream"):
+        elif attr == "table" and name and "readStream" in owner.split("."):
             reads.append(Read(name, True, via_live=name.upper().startswith("LIVE.")))
             streaming = True
-        elif attr == "table" and name and (owner.endswith(".read") or owner == "spark"):
+        elif attr == "table" and name and ("read" in owner.split(".") or owner == "spark"):
             reads.append(Read(name, False, via_live=name.upper().startswith("LIVE.")))
         elif attr == "sql" and name:
             for match in _STREAM_IN_SQL.finditer(name):

@@ -109,7 +109,7 @@ def _fail_guard(df: DataFrame, fail: Sequence[tuple[Column, Expectation]], datas
     for c, _ in fail[1:]:
         ok = ok & c
     names = F.concat_ws(", ", *[F.when(~c, F.lit(f"'{e.name}'")) for c, e in fail])
-    record = F.to_json(F.struct(*[F.col(f"`{n}`") for n in df.columns]))
+    record = F.to_json(F.struct(*[F.col(f"`{n}`") for n in df.columns]), {"ignoreNullFields": "false"})
     message = F.concat(
         F.lit(
             f"[{VIOLATION_MARKER}] Flow '{flow}' failed due to a failed expectation on dataset '{dataset}': "

@@ -345,14 +345,33 @@ def _raise_violations(action: Any, flow: str, dataset: str) -> None:
     try:
         action()
     except Exception as exc:
-        text = str(exc)
+        text = exception_text(exc)
         if VIOLATION_MARKER not in text:
             raise
-        match = re.search(r"expectation\(s\) (.*?) violated by the record (.*?)\. Nothing was written", text,
-                          re.DOTALL)
+        match = re.search(r"expectation\(s\) ('[^']+'(?:, '[^']+')*) violated by the record (\{.*?\})\. "
+                          r"Nothing was written", text, re.DOTALL)
         names = [n.strip().strip("'") for n in match.group(1).split(",")] if match else ["?"]
         record = match.group(2) if match else "?"
         raise ExpectationViolation(flow, dataset, names, record) from None
+
+
+def exception_text(exc: BaseException) -> str:
+    """The messages of an exception and of its whole cause chain, including the JVM causes of a Spark error
+    (a streaming query's error message shows the failing plan, its causes show the runtime message)."""
+    texts = [str(exc)]
+    java = getattr(exc, "_origin", None)
+    for _ in range(12):
+        if java is None:
+            break
+        try:
+            texts.append(str(java.getMessage()))
+            java = java.getCause()
+        except Exception:  # noqa: BLE001 - best effort over py4j
+            break
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc:
+        texts.append(exception_text(cause))
+    return "\n".join(texts)
 
 
 def timed_run(executor: FlowExecutor, result: FlowResult) -> None:

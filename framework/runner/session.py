@@ -40,5 +40,5 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
         builder = builder.config(key, value)
     builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     return spark

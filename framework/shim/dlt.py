@@ -26,9 +26,9 @@ from framework.api import (
     read_stream,
     readStream,
     table,
+    temporary_view,
     view,
 )
-from framework.api import view as temporary_view
 
 __all__ = [
     "append_flow", "apply_changes", "apply_changes_from_snapshot", "create_auto_cdc_flow",

@@ -17,11 +17,11 @@ from framework.api import (
     on_event_hook,
     read,
     read_stream,
-    table,
+    temporary_view,
 )
 from framework.api import apply_changes as apply_changes
 from framework.api import apply_changes_from_snapshot as apply_changes_from_snapshot
-from framework.api import view as temporary_view
+from framework.api import dp_table as table
 
 __all__ = [
     "append_flow", "apply_changes", "apply_changes_from_snapshot", "create_auto_cdc_flow",

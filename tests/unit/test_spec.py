@@ -1,0 +1,213 @@
+"""Pipeline specs: YAML under conf/, Databricks settings JSON, environments, every problem at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from framework.errors import SpecError
+from framework.loader import resolve_libraries
+from framework.paths import PathMapper
+from framework.spec import Library, load_spec, parse_spec
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SPECS = FIXTURES / "specs"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def problems(exc: SpecError) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for p in exc.problems:
+        out.setdefault(p.code, []).append(p.message)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- JSON settings
+def test_databricks_settings_json() -> None:
+    spec = load_spec(SPECS / "settings.json")
+    assert spec.name == "sales_pipeline" and spec.pipeline_id == "0f1e2d3c-aaaa-bbbb-cccc-123456789abc"
+    assert spec.libraries == (Library("file", "pipelines/bronze.py"), Library("notebook", "pipelines/silver_notebook"),
+                              Library("glob", "pipelines/gold/**"))
+    assert spec.configuration == {"sales.landing": "/Volumes/main/sales/landing", "sales.flag": "true"}
+    assert spec.catalog == "main" and spec.schema == "sales"
+    assert spec.development is True and spec.continuous is False
+    assert spec.channel == "PREVIEW" and spec.edition == "ADVANCED"
+    assert spec.extra["photon"] is True and spec.extra["serverless"] is False
+    assert spec.extra["clusters"] == [{"label": "default", "num_workers": 2}]
+    assert "event_log" in spec.extra
+    # not under conf/: the root is the spec's folder; storage defaults to <root>/runs/<name>
+    assert spec.root == SPECS.resolve()
+    assert spec.storage == SPECS.resolve() / "runs" / "sales_pipeline"
+    assert spec.tables_dir == spec.storage / "tables"
+    assert spec.checkpoints_dir == spec.storage / "checkpoints"
+    assert spec.events_dir == spec.storage / "system" / "events"
+
+
+def test_legacy_target_and_storage_inside_a_spec_wrapper() -> None:
+    spec = load_spec(SPECS / "legacy.json")
+    assert spec.name == "legacy_pipeline" and spec.schema == "legacy_db" and spec.catalog is None
+    assert spec.storage == Path("/tmp/medallion-legacy-storage")
+    assert spec.development is False
+    assert spec.libraries == (Library("notebook", "/Repos/me/project/pipelines/legacy"),)
+
+
+def test_pipeline_id_is_stable_without_an_id(tmp_path) -> None:
+    raw = {"name": "p", "libraries": [{"file": "a.py"}]}
+    a = parse_spec(raw, source="s", default_root=tmp_path)
+    b = parse_spec(raw, source="s", default_root=tmp_path)
+    assert a.pipeline_id == b.pipeline_id and len(a.pipeline_id) == 36
+
+
+def test_library_short_forms(tmp_path) -> None:
+    spec = parse_spec({"name": "p", "libraries": [{"file": "a.py"}, {"notebook": "nb"}, {"glob": "d/**"}]},
+                      source="s", default_root=tmp_path)
+    assert spec.libraries == (Library("file", "a.py"), Library("notebook", "nb"), Library("glob", "d/**"))
+
+
+# ------------------------------------------------------------------------------------------------ environments
+def test_environment_overrides_are_deep_merged() -> None:
+    base = load_spec(SPECS / "envs.yaml")
+    prod = load_spec(SPECS / "envs.yaml", env="prod")
+    dev = load_spec(SPECS / "envs.yaml", env="dev")
+    assert base.environment is None and prod.environment == "prod"
+    assert prod.development is False and dev.development is True
+    assert prod.configuration == {"source.path": "dbfs:/mnt/prod/source", "shared": "base"}
+    assert prod.paths == {"dbfs:/mnt/dev": "data/dev", "dbfs:/mnt/prod": "data/prod"}
+    assert prod.storage == SPECS.resolve() / "runs" / "prod"
+    assert dev.storage == SPECS.resolve() / "runs" / "dev"
+    assert base.spark_conf == {"spark.sql.shuffle.partitions": "2"}
+    assert base.pipeline_id != prod.pipeline_id  # storage differs
+
+
+def test_unknown_environment() -> None:
+    with pytest.raises(SpecError) as info:
+        load_spec(SPECS / "envs.yaml", env="staging")
+    assert info.value.codes == ["UNKNOWN_ENVIRONMENT"]
+    assert "'staging' is not defined (known: dev, prod)" in str(info.value)
+
+
+def test_overrides_argument_wins(tmp_path) -> None:
+    spec = load_spec(SPECS / "envs.yaml", env="prod", overrides={"development": True,
+                                                                   "configuration": {"shared": "cli"}})
+    assert spec.development is True
+    assert spec.configuration == {"source.path": "dbfs:/mnt/prod/source", "shared": "cli"}
+
+
+# ------------------------------------------------------------------------------------------------------ problems
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(SpecError) as info:
+        load_spec(SPECS / "bad.yaml")
+    err = info.value
+    assert err.code == "INVALID_SPEC"
+    found = problems(err)
+    assert {"UNKNOWN_SPEC_KEY", "MISSING_NAME", "NO_LIBRARIES", "INVALID_VALUE", "SCHEMA_AND_TARGET"} <= set(found)
+    assert "unknown setting 'libaries'; did you mean 'libraries'?" in found["UNKNOWN_SPEC_KEY"]
+    assert any("`configuration.nested` must be a string" in m for m in found["INVALID_VALUE"])
+    assert any("`development` must be true or false" in m for m in found["INVALID_VALUE"])
+    text = str(err)
+    assert text.startswith(f"[INVALID_SPEC] invalid pipeline spec {SPECS / 'bad.yaml'}: {len(err.problems)} problem(s)")
+    assert "[MISSING_NAME]" in text and "did you mean 'libraries'" in text
+
+
+def test_bad_library_entries_are_reported_individually() -> None:
+    with pytest.raises(SpecError) as info:
+        load_spec(SPECS / "bad_libraries.yaml")
+    msgs = problems(info.value)["INVALID_LIBRARY"]
+    assert [m.split(" = ")[0] for m in msgs] == ["libraries[1]", "libraries[2]", "libraries[3]"]
+    assert "{glob: {include: 'dir/**'}}" in msgs[0]
+
+
+@pytest.mark.parametrize("raw, code", [
+    ({"name": "p", "libraries": "a.py"}, "INVALID_LIBRARIES"),
+    ({"name": "", "libraries": []}, "MISSING_NAME"),
+    ({"name": "p", "libraries": [], "configuration": ["a"]}, "INVALID_VALUE"),
+    ({"name": "p", "libraries": [], "catalog": 5}, "INVALID_VALUE"),
+    ({"name": "p", "libraries": [], "continuous": "no"}, "INVALID_VALUE"),
+    ({"name": "p", "libraries": [], "storage": 5}, "INVALID_VALUE"),
+    ({"name": "p", "libraries": [], "paths": {"dbfs:/x": ["a"]}}, "INVALID_VALUE"),
+    ({"name": "p", "libraries": [], "colour": "blue"}, "UNKNOWN_SPEC_KEY"),
+])
+def test_single_problems(tmp_path, raw, code) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, source="s", default_root=tmp_path)
+    assert info.value.codes == [code]
+
+
+def test_configuration_scalars_become_strings(tmp_path) -> None:
+    spec = parse_spec({"name": "p", "libraries": [], "configuration": {"n": 5, "b": True, "f": 1.5, "none": None}},
+                      source="s", default_root=tmp_path)
+    assert spec.configuration == {"n": "5", "b": "true", "f": "1.5", "none": ""}
+
+
+@pytest.mark.parametrize("name, code, line", [
+    ("unparsable.yaml", "SPEC_PARSE_ERROR", 4),
+    ("unparsable.json", "SPEC_PARSE_ERROR", 3),
+    ("list.yaml", "SPEC_NOT_A_MAPPING", None),
+    ("does_not_exist.yaml", "SPEC_NOT_FOUND", None),
+])
+def test_unreadable_specs(name, code, line) -> None:
+    with pytest.raises(SpecError) as info:
+        load_spec(SPECS / name)
+    assert info.value.codes == [code]
+    if line is not None:
+        assert info.value.problems[0].line == line
+
+
+# ------------------------------------------------------------------------------------------------------- paths
+def test_spec_in_conf_resolves_against_the_repo_root() -> None:
+    spec = load_spec(FIXTURES / "basic" / "conf" / "basic.yaml")
+    root = (FIXTURES / "basic").resolve()
+    assert spec.root == root
+    assert spec.storage == root / "runs" / "basic_fixture"
+    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+    assert files[0] == root / "pipelines" / "bronze.py"
+
+
+def test_explicit_root_is_relative_to_the_spec_folder(tmp_path) -> None:
+    spec = parse_spec({"name": "p", "libraries": [], "root": "..", "storage": "st"}, source="s",
+                      default_root=tmp_path / "a")
+    assert spec.root == tmp_path.resolve()
+    assert spec.storage == tmp_path.resolve() / "st"
+
+
+def test_storage_given_as_a_mapped_dbfs_path(tmp_path) -> None:
+    spec = parse_spec({"name": "p", "libraries": [], "storage": "dbfs:/pipelines/p",
+                       "paths": {"dbfs:/pipelines/p": "local/p"}}, source="s", default_root=tmp_path)
+    assert spec.storage == tmp_path / "local" / "p"
+
+
+def test_unmapped_dbfs_storage_falls_back_to_the_local_default(tmp_path) -> None:
+    spec = parse_spec({"name": "p", "libraries": [], "storage": "dbfs:/pipelines/p"}, source="s",
+                      default_root=tmp_path)
+    assert spec.storage == tmp_path / "runs" / "p"
+
+
+@pytest.mark.parametrize("storage", ["dbfs:/pipelines/sales", "/dbfs/pipelines/sales"])
+def test_storage_uses_prefix_mapping(tmp_path, storage) -> None:
+    spec = parse_spec({"name": "p", "libraries": [], "storage": storage,
+                       "paths": {"dbfs:/pipelines": "local/pipelines"}}, source="s", default_root=tmp_path)
+    assert spec.storage == tmp_path / "local" / "pipelines" / "sales"
+
+
+def test_asset_bundle_wrapper(tmp_path) -> None:
+    path = tmp_path / "bundle.yml"
+    path.write_text("resources:\n  pipelines:\n    sales:\n      name: sales\n      libraries:\n"
+                    "        - file: {path: a.py}\n")
+    assert load_spec(path).name == "sales"
+
+
+# ------------------------------------------------------------------------------------------------ sample spec
+def test_repository_sample_spec_validates_and_its_libraries_resolve() -> None:
+    spec = load_spec(REPO / "conf" / "sample.yaml")
+    assert spec.root == REPO
+    assert spec.name == "sample_medallion" and spec.schema == "sample"
+    assert spec.configuration["sample.landing"] == "dbfs:/mnt/landing"
+    mapper = PathMapper.from_spec(spec.paths, spec.root)
+    files = resolve_libraries(spec, mapper)
+    names = {f.name for f in files}
+    assert {"bronze.py", "silver.py", "gold.py"} <= names
+    assert all(f.is_file() and REPO / "pipelines" / "sample" in f.parents for f in files)
+    assert mapper.map("dbfs:/mnt/landing/orders") == str(REPO / "runs" / "sample" / "landing" / "orders")
+    prod = load_spec(REPO / "conf" / "sample.yaml", env="prod")
+    assert prod.development is False and prod.storage == REPO / "runs" / "sample-prod" / "storage"
