@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output folder (default: <storage>/reports)")
     p.add_argument("--gx", action="store_true", help="also validate with Great Expectations and build Data Docs")
 
+    p = sub.add_parser("deploy", help="write Databricks pipeline settings JSON and a databricks.yml bundle")
+    _add_spec(p)
+    p.add_argument("--out", type=Path, default=Path("deploy"), help="output folder (default: deploy/)")
+    p.add_argument("--prod-env", default="prod", help="spec environment used for the bundle's prod target")
+
     p = sub.add_parser("demo", help="generate sample data and run the sample pipeline twice (incremental)")
     p.add_argument("--spec", type=Path, default=None, help="default: conf/sample.yaml")
     return parser
@@ -155,6 +160,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from framework.deploy import write_deployment
+    from framework.spec import load_spec
+
+    spec = _spec(args)
+    try:
+        prod = load_spec(args.spec, env=args.prod_env)
+    except SpecError:
+        prod = None
+    for path in write_deployment(spec, args.out, prod):
+        print(f"wrote {path}")
+    print("deploy with: databricks bundle deploy -t dev   (run from the repository root, next to databricks.yml)")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from framework.sample_data import run_demo
 
@@ -166,7 +186,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 
 _HANDLERS = {"validate": cmd_validate, "graph": cmd_graph, "run": cmd_run, "watch": cmd_watch,
-             "report": cmd_report, "demo": cmd_demo}
+             "report": cmd_report, "deploy": cmd_deploy, "demo": cmd_demo}
 
 if __name__ == "__main__":
     sys.exit(main())

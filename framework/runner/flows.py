@@ -366,7 +366,7 @@ def exception_text(exc: BaseException) -> str:
         try:
             texts.append(str(java.getMessage()))
             java = java.getCause()
-        except Exception:  # noqa: BLE001 - best effort over py4j
+        except Exception:
             break
     cause = exc.__cause__ or exc.__context__
     if cause is not None and cause is not exc:

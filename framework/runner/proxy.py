@@ -101,7 +101,10 @@ class ReaderProxy:
             return reader.load()  # type: ignore[no-any-return]
         if isinstance(path, (list, tuple)):
             return reader.load([self._ctx.map_path(p) for p in path])  # type: ignore[no-any-return]
-        return reader.load(self._ctx.map_path(path))  # type: ignore[no-any-return]
+        local = self._ctx.map_path(path)
+        if self._streaming and local not in self._ctx.watched_paths:
+            self._ctx.watched_paths.append(local)
+        return reader.load(local)  # type: ignore[no-any-return]
 
     def _shortcut(self, fmt: str, path: Any, options: dict[str, Any]) -> DataFrame:
         self.format(fmt)

@@ -46,6 +46,7 @@ class UpdateContext:
     reads: dict[str, list[Read]] = field(default_factory=dict)
     streaming: dict[str, bool] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    watched_paths: list[str] = field(default_factory=list)  # folders of file sources (for `medallion watch`)
     _resolving: list[str] = field(default_factory=list)
     _current: contextvars.ContextVar[FlowReader | None] = field(
         default_factory=lambda: contextvars.ContextVar("medallion_flow_reader", default=None))
@@ -98,6 +99,8 @@ class UpdateContext:
 
         reader = self.current_reader()
         flow = self.registry.flows[reader.flow_key]
+        if path not in self.watched_paths:
+            self.watched_paths.append(path)
         return load_cloud_files(
             self.spark, path, options, schema,
             default_schema_location=str(self.spec.autoloader_dir / normalize_name(flow.target)

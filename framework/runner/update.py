@@ -101,15 +101,21 @@ def prepare_context(spec: PipelineSpec, spark: SparkSession, update_id: str) -> 
     return ctx
 
 
-def validate_with_spark(spec: PipelineSpec, spark: SparkSession | None = None) -> PipelineGraph:
-    """Dry run: load, resolve every query with Spark (no data is read or written), validate the graph."""
+def resolve_pipeline(spec: PipelineSpec, spark: SparkSession | None = None
+                     ) -> tuple[UpdateContext, PipelineGraph]:
+    """Load and resolve every query with Spark (no data is read or written); validate the graph."""
     spark = spark or get_or_create_session()
     ctx = prepare_context(spec, spark, "validate")
     proxy = SessionProxy(ctx)
-    loaded = load_pipeline(spec, spark=proxy)
-    ctx.loaded = loaded
-    with pipeline_environment(proxy, None):
-        return ctx.resolve()
+    dbutils = LocalDbutils(ctx.mapper, spec.configuration, spec.root / ".secrets.env")
+    ctx.loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
+    with pipeline_environment(proxy, dbutils):
+        return ctx, ctx.resolve()
+
+
+def validate_with_spark(spec: PipelineSpec, spark: SparkSession | None = None) -> PipelineGraph:
+    """Dry run (``medallion validate``): see :func:`resolve_pipeline`."""
+    return resolve_pipeline(spec, spark)[1]
 
 
 def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
