@@ -23,15 +23,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="medallion", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("validate", help="load the pipeline, build and check its graph (dry run)")
+    p = sub.add_parser("validate", help="load the pipeline, analyse every query, check the graph (dry run)")
     _add_spec(p)
-    p.add_argument("--full", action="store_true",
-                   help="also analyse every query with Spark (catches column errors; starts a JVM)")
+    p.add_argument("--static", action="store_true",
+                   help="no Spark: find reads in the source code only (fast; pipeline files must not build "
+                   "Columns at module level)")
 
     p = sub.add_parser("graph", help="draw the dataset graph as Mermaid text and an HTML picture")
     _add_spec(p)
     p.add_argument("--out", type=Path, default=None, help="where to write graph.mmd and graph.html "
                    "(default: <storage>/graph)")
+    p.add_argument("--static", action="store_true", help="no Spark: find reads in the source code only")
 
     p = sub.add_parser("run", help="run one triggered update")
     _add_spec(p)
@@ -99,14 +101,17 @@ def _static_graph(args: argparse.Namespace) -> Any:
                              layer_rules=spec.layers)
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    if args.full:
-        from framework.runner.update import validate_with_spark
+def _graph(args: argparse.Namespace) -> Any:
+    if args.static:
+        return _static_graph(args)
+    from framework.runner.update import validate_with_spark
 
-        spec = _spec(args)
-        graph = validate_with_spark(spec)
-    else:
-        spec, graph = _static_graph(args)
+    spec = _spec(args)
+    return spec, validate_with_spark(spec)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    spec, graph = _graph(args)
     flows = len(graph.registry.flows)
     datasets = len(graph.registry.datasets)
     print(f"pipeline '{spec.name}' is valid: {datasets} datasets, {flows} flows, "
@@ -121,7 +126,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     from framework.render import to_html, to_mermaid
 
-    spec, graph = _static_graph(args)
+    spec, graph = _graph(args)
     out: Path = args.out or spec.storage / "graph"
     out.mkdir(parents=True, exist_ok=True)
     (out / "graph.mmd").write_text(to_mermaid(graph))

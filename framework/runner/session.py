@@ -39,6 +39,9 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     for key, value in conf.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
+    log_config = settings.jar_cache_dir.parent.parent / "conf" / "log4j2.properties"
+    if log_config.exists() and "spark.driver.extraJavaOptions" not in conf:
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={log_config}")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     return spark
