@@ -25,7 +25,7 @@ from framework.graph import PipelineGraph
 from framework.loader import load_pipeline, pipeline_environment
 from framework.paths import PathMapper
 from framework.registry import normalize_name
-from framework.runner.flows import FlowExecutor, FlowResult, clear_dataset, timed_run
+from framework.runner.flows import FlowExecutor, FlowResult, clear_dataset, exception_text, timed_run
 from framework.runner.proxy import SessionProxy
 from framework.runner.resolve import UpdateContext, flow_kind_label, local_table_name
 from framework.runner.session import get_or_create_session
@@ -290,7 +290,7 @@ def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], event
                 timed_run(executor, result)
                 return
             except Exception as exc:
-                if attempt == 1 and any(m in str(exc) for m in RETRYABLE_MARKERS):
+                if attempt == 1 and any(m in exception_text(exc) for m in RETRYABLE_MARKERS):
                     print(f"  {flow.name}: schema changed ({_short(exc)}); retrying with the new schema",
                           file=out)
                     events.emit("flow_progress", f"Flow '{flow.name}' is RETRYING after a schema change.",
