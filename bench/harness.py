@@ -66,7 +66,7 @@ def alternate(name: str, framework: Callable[[int], object], baseline: Callable[
         for label, fn in order:
             if setup is not None:
                 setup(i)
-            elapsed = timed(lambda fn=fn: fn(i))
+            elapsed = timed(lambda fn=fn, i=i: fn(i))
             (result.framework_s if label == "framework" else result.baseline_s).append(elapsed)
             print(f"  run {i + 1}/{runs} {label}: {elapsed:.2f}s", file=sys.stderr, flush=True)
     return result

@@ -126,7 +126,7 @@ def _stable_id(*parts: str | None) -> str:
 
 
 def _error_struct(error: BaseException) -> dict[str, Any]:
-    exceptions = []
+    exceptions: list[dict[str, Any]] = []
     current: BaseException | None = error
     while current is not None and len(exceptions) < 5:
         exceptions.append({

@@ -34,3 +34,11 @@ PY
 fi
 
 .venv/bin/python -m framework.runner.jars fetch >/dev/null
+
+# Headless Chromium renders the data-quality report in the end-to-end tests. Installed from Debian's packages
+# when running as root (CI, containers); elsewhere that test says how to install it.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing chromium (Debian package) for the report's browser test" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "setup: could not install chromium; the browser test will be skipped" >&2
+fi

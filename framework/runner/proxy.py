@@ -98,13 +98,13 @@ class ReaderProxy:
         if mapped_options:
             reader = reader.options(**mapped_options)
         if path is None:
-            return reader.load()  # type: ignore[no-any-return]
+            return reader.load()
         if isinstance(path, (list, tuple)):
-            return reader.load([self._ctx.map_path(p) for p in path])  # type: ignore[no-any-return]
+            return reader.load([self._ctx.map_path(p) for p in path])
         local = self._ctx.map_path(path)
         if self._streaming and local not in self._ctx.watched_paths:
             self._ctx.watched_paths.append(local)
-        return reader.load(local)  # type: ignore[no-any-return]
+        return reader.load(local)
 
     def _shortcut(self, fmt: str, path: Any, options: dict[str, Any]) -> DataFrame:
         self.format(fmt)

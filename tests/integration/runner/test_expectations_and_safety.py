@@ -82,9 +82,8 @@ def test_expect_or_fail_rolls_back_and_isolates(spark, tmp_path: Path) -> None:
 def test_second_update_on_same_storage_fails_fast(tmp_path: Path) -> None:
     with update_lock(tmp_path, "first"):
         started = time.perf_counter()
-        with pytest.raises(ConcurrentUpdateError) as info:
-            with update_lock(tmp_path, "second"):
-                pass
+        with pytest.raises(ConcurrentUpdateError) as info, update_lock(tmp_path, "second"):
+            pass
         assert time.perf_counter() - started < 1
         assert info.value.code == "UPDATE_ALREADY_RUNNING" and "update first" in str(info.value)
 
