@@ -291,8 +291,9 @@ def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], event
                 return
             except Exception as exc:
                 if attempt == 1 and any(m in exception_text(exc) for m in RETRYABLE_MARKERS):
-                    print(f"  {flow.name}: schema changed ({_short(exc)}); retrying with the new schema",
-                          file=out)
+                    reason = next((line for line in exception_text(exc).splitlines()
+                                   if any(m in line for m in RETRYABLE_MARKERS)), _short(exc))
+                    print(f"  {flow.name}: {reason.strip()[:240]}; retrying with the new schema", file=out)
                     events.emit("flow_progress", f"Flow '{flow.name}' is RETRYING after a schema change.",
                                 level="WARN", flow_name=flow.name, dataset_name=flow.target,
                                 details={"status": "RETRYING"}, error=exc)
