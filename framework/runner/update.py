@@ -224,24 +224,32 @@ def _full_refresh(ctx: UpdateContext, graph: PipelineGraph, options: UpdateOptio
         clear_dataset(ctx, key)
 
 
+_REGISTERED: dict[tuple[int, str], str] = {}  # (session id, table) -> location registered by this process
+
+
 def _register_tables(ctx: UpdateContext, graph: PipelineGraph, *, only_existing: bool) -> None:
-    """Publish the pipeline's tables to the local catalog as ``<schema>.<name>``."""
+    """Publish the pipeline's tables to the local catalog as ``<schema>.<name>`` (cheap when already done)."""
     spark = ctx.spark
     schema = ctx.spec.schema
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+    session = id(spark)
     for key, dataset in graph.registry.datasets.items():
         if graph.kinds[key] is DatasetKind.VIEW or dataset.private:
             continue
         path = ctx.table_path(key)
+        table = local_table_name(f"{schema}.{dataset.name}")
+        if _REGISTERED.get((session, table)) == path:
+            continue
         if only_existing and not (Path(path) / "_delta_log").exists():
             continue
-        table = local_table_name(f"{schema}.{dataset.name}")
+        if (session, f"schema:{schema}") not in _REGISTERED:
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+            _REGISTERED[(session, f"schema:{schema}")] = schema
         if spark.catalog.tableExists(f"{schema}.{dataset.name}"):
             current = _location(spark, table)
-            if current is not None and current.rstrip("/").endswith(path.rstrip("/")):
-                continue
-            spark.sql(f"DROP TABLE IF EXISTS {table}")
+            if current is None or not current.rstrip("/").endswith(path.rstrip("/")):
+                spark.sql(f"DROP TABLE IF EXISTS {table}")
         spark.sql(f"CREATE TABLE IF NOT EXISTS {table} USING DELTA LOCATION '{path}'")
+        _REGISTERED[(session, table)] = path
 
 
 def _location(spark: SparkSession, table: str) -> str | None:
