@@ -113,11 +113,20 @@ class EventLog:
             pending, self._events = self._events, []
         if not pending:
             return 0
-        df = spark.createDataFrame(pending, schema=event_log_schema())
+        # Built inside the JVM from one JSON literal: no Python worker, no parallelize of Python objects.
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import ArrayType
+
+        payload = json.dumps([{**e, "timestamp": e["timestamp"].strftime(_TS_FORMAT)} for e in pending],
+                             default=str)
+        rows = F.from_json(F.lit(payload), ArrayType(event_log_schema()),
+                           {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"})
+        df = spark.range(1).select(F.inline(rows))
         df.write.format("delta").mode("append").save(self.path)
         return len(pending)
 
 
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
 _STABLE = {"create_update", "update_progress", "flow_progress", "flow_definition", "user_action"}
 
 

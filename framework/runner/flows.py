@@ -137,7 +137,6 @@ class FlowExecutor:
         props = dict(self.dataset.table_properties) if self.dataset is not None else {}
         if self.dataset is not None and self.dataset.comment:
             props.setdefault("comment", self.dataset.comment)
-        props.setdefault("pipelines.pipelineId", self.ctx.spec.pipeline_id)
         return props
 
     def _apply_properties(self, path: str, created: bool) -> None:

@@ -160,7 +160,6 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
                 events.emit("update_progress", "Update is RUNNING.", details={"state": "RUNNING"})
                 selected = _selection(graph, options)
                 _full_refresh(ctx, graph, options, selected)
-                _register_tables(ctx, graph, only_existing=True)
                 result.flows = _execute(ctx, graph, selected, events, options, out)
                 _register_tables(ctx, graph, only_existing=True)
             result.kinds = {k: v.value for k, v in graph.kinds.items()}

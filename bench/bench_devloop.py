@@ -1,0 +1,166 @@
+"""P6 developer loop (issue 3): how long a developer waits for an update of the sample pipeline.
+
+* warm: the SparkSession is already started (as in a notebook, a REPL or ``medallion watch``); after one untimed
+  warm-up update, ``--runs`` updates from empty storage on the sample data (batch 1 of
+  ``framework.sample_data``: 1,000 orders + 40 customer changes), then ``--runs`` incremental updates, each after a
+  new batch has landed. Limit: the median warm update from empty storage <= 5 s.
+* cold: a fresh process, ``python -m framework.cli run SPEC --storage TMP`` (wall time, including the JVM start,
+  the update and the data-quality report the command writes by default), ``--runs`` times. SPEC is a copy of
+  ``conf/sample.yaml`` whose ``dbfs:/mnt/landing`` mapping points at the generated data (the sample spec maps it into
+  ``runs/sample/landing``, which ``make demo`` owns).
+
+``--pipeline p1-small`` runs the same measurements on an equivalent small pipeline without Auto Loader and APPLY
+CHANGES (``bench/runner_pipelines/p1``: JSON files -> streaming table -> streaming table with expectations ->
+materialized view, 1,000 rows in 4 files), for when those parts of the framework are not available.
+
+Run: ``.venv/bin/python -m bench.bench_devloop [--runs N] [--pipeline sample|p1-small] [--skip-cold]``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.harness import common_args
+
+LIMIT_S = 5.0
+REPO = Path(__file__).resolve().parent.parent
+
+
+def land_batch(pipeline: str, spark: Any, landing: Path, batch: int) -> None:
+    if pipeline == "sample":
+        from framework.sample_data import write_customer_changes, write_orders
+
+        write_orders(landing / "orders", batch)
+        write_customer_changes(landing / "customers", batch)
+    else:
+        from bench.bench_runner import generate_orders
+
+        generate_orders(spark, landing / f"batch{batch}", 1000, 4, first_id=batch * 1000)
+
+
+def spec_dict(pipeline: str, storage: Path, landing: Path) -> dict[str, Any]:
+    if pipeline == "sample":
+        raw = yaml.safe_load((REPO / "conf" / "sample.yaml").read_text())
+        raw.pop("environments", None)
+        raw.update({"root": str(REPO), "storage": str(storage), "paths": {"dbfs:/mnt/landing": str(landing)}})
+        return dict(raw)
+    return {"name": "bench_devloop", "root": str(REPO), "schema": "bench_devloop", "storage": str(storage),
+            "libraries": [{"glob": {"include": "bench/runner_pipelines/p1/**"}}],
+            "configuration": {"landing": f"{landing}/*"}}
+
+
+def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
+    from framework.runner.update import UpdateOptions, run_update
+    from framework.spec import parse_spec
+
+    landing, storage = work / "landing", work / "warm_storage"
+    shutil.rmtree(landing, ignore_errors=True)
+    land_batch(pipeline, spark, landing, 1)
+    spec = parse_spec(spec_dict(pipeline, storage, landing), source="bench", default_root=REPO)
+
+    def update() -> Any:
+        result = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
+        if not result.succeeded:
+            raise RuntimeError(f"update failed: {result.error or [(f.flow, f.error) for f in result.flows]}")
+        return result
+
+    shutil.rmtree(storage, ignore_errors=True)
+    start = time.perf_counter()
+    update()
+    warmup = time.perf_counter() - start
+    print(f"  warm-up update (first in this session): {warmup:.2f}s", file=sys.stderr, flush=True)
+    fresh: list[float] = []
+    results = []
+    for i in range(runs):
+        shutil.rmtree(storage, ignore_errors=True)
+        start = time.perf_counter()
+        results.append(update())
+        fresh.append(time.perf_counter() - start)
+        print(f"  warm update from empty storage {i + 1}/{runs}: {fresh[-1]:.2f}s", file=sys.stderr, flush=True)
+    incremental: list[float] = []
+    for i in range(runs):
+        land_batch(pipeline, spark, landing, 2 + i)
+        start = time.perf_counter()
+        update()
+        incremental.append(time.perf_counter() - start)
+        print(f"  warm incremental update {i + 1}/{runs} (batch {2 + i}): {incremental[-1]:.2f}s",
+              file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    update()
+    noop = time.perf_counter() - start
+    last = results[-1]
+    per_flow = {f.flow: round(f.seconds, 2) for f in last.flows}
+    return {"warm-up": warmup, "fresh": fresh, "incremental": incremental, "noop": noop, "per_flow": per_flow,
+            "flow_sum": round(sum(f.seconds for f in last.flows), 2), "wall": round(last.seconds, 2),
+            "flows": len(last.flows)}
+
+
+def cold(pipeline: str, work: Path, runs: int) -> list[float]:
+    landing = work / "cold_landing"
+    shutil.rmtree(landing, ignore_errors=True)
+    land_batch(pipeline, None, landing, 1)
+    spec_path = work / "sample.yaml"
+    spec_path.write_text(yaml.safe_dump(spec_dict(pipeline, work / "unused", landing)))
+    times = []
+    for i in range(runs):
+        storage = work / f"cold_storage_{i}"
+        shutil.rmtree(storage, ignore_errors=True)
+        cmd = [sys.executable, "-m", "framework.cli", "run", str(spec_path), "--storage", str(storage)]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        print(f"  cold run {i + 1}/{runs}: {times[-1]:.2f}s", file=sys.stderr, flush=True)
+    return times
+
+
+def main() -> None:
+    parser = common_args(__doc__ or "")
+    parser.add_argument("--pipeline", choices=("sample", "p1-small"), default="sample")
+    parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--cold-runs", type=int, default=None, help="cold runs (default: --runs)")
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_devloop_"))
+    work.mkdir(parents=True, exist_ok=True)
+    lines = [f"[P6] pipeline: {args.pipeline}; load average before: {os.getloadavg()}"]
+    cold_times: list[float] = []
+    if not args.skip_cold and args.pipeline == "sample":  # p1-small needs Spark to generate its data
+        cold_times = cold(args.pipeline, work, args.cold_runs or args.runs)  # first, so that no session of ours competes for CPU
+    from framework.runner.session import get_or_create_session
+
+    start = time.perf_counter()
+    spark = get_or_create_session()
+    session_s = time.perf_counter() - start
+    w = warm(args.pipeline, spark, work, args.runs)
+    lines += [f"[P6] session start (in process): {session_s:.2f}s",
+              f"[P6] warm-up update (first of the session): {w['warm-up']:.2f}s",
+              f"[P6] warm updates from empty storage: {', '.join(f'{t:.2f}s' for t in w['fresh'])}",
+              f"[P6] warm incremental updates (new batch): {', '.join(f'{t:.2f}s' for t in w['incremental'])}",
+              f"[P6] warm no-op update (nothing new): {w['noop']:.2f}s",
+              f"[P6] last fresh update: {w['flows']} flows, per flow {w['per_flow']}, "
+              f"sum of flow times {w['flow_sum']}s (flows run 2 at a time) in {w['wall']}s"]
+    if cold_times:
+        lines.append(f"[P6] cold runs (fresh process, CLI wall time): {', '.join(f'{t:.2f}s' for t in cold_times)}"
+                     f"; median {statistics.median(cold_times):.2f}s")
+    lines.append(f"[P6] load average after: {os.getloadavg()}")
+    median = statistics.median(w["fresh"])
+    lines.append(f"[P6] warm incremental median {statistics.median(w['incremental']):.2f}s")
+    lines.append(f"[P6] warm update median {median:.2f}s (limit {LIMIT_S:.1f}s: {'OK' if median <= LIMIT_S else 'OVER'})")
+    print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    main()
