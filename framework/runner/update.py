@@ -26,7 +26,7 @@ from framework.loader import load_pipeline, pipeline_environment
 from framework.paths import PathMapper
 from framework.registry import normalize_name
 from framework.runner.flows import FlowExecutor, FlowResult, clear_dataset, exception_text, timed_run
-from framework.runner.proxy import SessionProxy
+from framework.runner.proxy import SessionProxy, mapped_writer_paths
 from framework.runner.resolve import UpdateContext, flow_kind_label, local_table_name
 from framework.runner.session import get_or_create_session
 from framework.runner.summary import print_summary
@@ -110,7 +110,32 @@ def resolve_pipeline(spec: PipelineSpec, spark: SparkSession | None = None
     dbutils = LocalDbutils(ctx.mapper, spec.configuration, spec.root / ".secrets.env")
     ctx.loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
     with pipeline_environment(proxy, dbutils):
-        return ctx, ctx.resolve()
+        graph = ctx.resolve()
+    check_rule_files(ctx, graph)
+    return ctx, graph
+
+
+def check_rule_files(ctx: UpdateContext, graph: PipelineGraph) -> None:
+    """Validate every dataset's rule file (``expectations/<dataset>.yml``) against the schema the rules are
+    applied to (the dataset's query output): unknown columns, bad SQL, types — all problems at once."""
+    from framework.errors import Problem, RuleFileError
+    from framework.quality.rules import find_rule_file, validate_rules
+
+    problems: list[Problem] = []
+    for key, dataset in graph.registry.datasets.items():
+        df = ctx.stand_ins.get(key)
+        if df is None or not dataset.expectations:
+            continue
+        try:
+            path = find_rule_file(dataset.name)
+        except PipelineError:
+            continue
+        try:
+            validate_rules(path, schema=df.schema, spark=ctx.spark)
+        except RuleFileError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise RuleFileError("the pipeline's rule files", problems)
 
 
 def validate_with_spark(spec: PipelineSpec, spark: SparkSession | None = None) -> PipelineGraph:
@@ -147,7 +172,7 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
             loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
             ctx.loaded = loaded
             events.hooks.extend(h.function for h in loaded.registry.event_hooks)
-            with pipeline_environment(proxy, dbutils):
+            with pipeline_environment(proxy, dbutils), mapped_writer_paths(ctx.mapper):
                 graph = ctx.resolve()
                 for key in graph.order:
                     flow = graph.registry.flows[key]
