@@ -1,0 +1,273 @@
+"""Record parsing in Spark expressions (JVM only): JSON and CSV records become a ``name → raw text`` view, then
+typed columns, the rescued-data JSON and the new-column guard are computed from it.
+
+Every record of the input becomes exactly one output row: values that do not fit the schema go to the rescued
+column as text, and records that cannot be parsed keep their raw text there under ``_corrupt_record``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
+
+from framework.autoloader.options import CloudFilesOptions
+
+PATH = "__cf_path"
+RAW = "__cf_raw"
+MAP = "__cf_map"
+KEYS = "__cf_keys"
+VALS = "__cf_vals"
+CORRUPT = "__cf_corrupt"
+FILE_PATH_KEY = "_file_path"
+CORRUPT_KEY = "_corrupt_record"
+RAW_MAP = MapType(StringType(), StringType())
+RAW_MAP_DDL = "map<string,string>"
+_CSV_PARSER_OPTIONS = ("sep", "delimiter", "quote", "escape", "charToEscapeQuoteEscaping", "nullValue",
+                       "emptyValue", "ignoreLeadingWhiteSpace", "ignoreTrailingWhiteSpace", "nanValue",
+                       "positiveInf", "negativeInf", "dateFormat", "timestampFormat", "maxCharsPerColumn",
+                       "unescapedQuoteHandling", "locale")
+_JSON_PARSER_OPTIONS = ("allowBackslashEscapingAnyCharacter", "allowComments", "allowNonNumericNumbers",
+                        "allowNumericLeadingZeros", "allowSingleQuotes", "allowUnquotedControlChars",
+                        "allowUnquotedFieldNames")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the projection must produce."""
+
+    data: StructType
+    partitions: StructType
+    rescued_column: str | None
+    guard: str | None  # None, "addNewColumns" or "failOnNewColumns"
+    case_sensitive: bool
+    schema_location: str | None
+
+
+def _opts(opts: CloudFilesOptions, names: tuple[str, ...]) -> dict[str, str]:
+    wanted = {n.lower(): n for n in names}
+    return {wanted[k.lower()]: v for k, v in opts.reader_options.items() if k.lower() in wanted}
+
+
+def typed_value(raw: Column, field: StructField) -> Column:
+    """The raw text converted to the field's type; NULL when it does not convert."""
+    dt = field.dataType
+    if isinstance(dt, StringType):
+        return raw
+    if isinstance(dt, (StructType, MapType)):
+        return F.when(F.ltrim(raw).startswith("{"), F.from_json(raw, dt.json()))
+    if isinstance(dt, ArrayType):
+        return F.when(F.ltrim(raw).startswith("["), F.from_json(raw, dt))
+    return raw.try_cast(dt)
+
+
+_SEP = "\u0001"
+
+
+def _lower_all(keys: Column) -> Column:
+    """Lower-case every string of an array without a lambda (keeps whole-stage codegen)."""
+    return F.split(F.lower(F.array_join(keys, _SEP)), _SEP)
+
+
+def _str_array(values: list[str]) -> Column:
+    return F.array(*[F.lit(v) for v in values]) if values else F.array().cast(ArrayType(StringType()))
+
+
+def _guard_message(plan: Plan, new_keys: Column) -> Column:
+    retry = "true" if plan.guard == "addNewColumns" else "false"
+    fix = ("the schema at the schema location is widened on the next start, which continues with the new columns"
+           if plan.guard == "addNewColumns" else
+           "cloudFiles.schemaEvolutionMode is failOnNewColumns: add the columns to the schema (schemaHints or "
+           "a user schema), or use addNewColumns/rescue")
+    return F.concat(F.lit("[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_RECORD_WITH_FILE_PATH] Encountered unknown "
+                          "fields during parsing: ["), F.array_join(new_keys, ", "),
+                    F.lit(f"], which can be fixed by an automatic retry: {retry}. File: "), F.col(PATH),
+                    F.lit(f". {fix}."))
+
+
+def known_names(plan: Plan) -> list[str]:
+    return [f.name for f in plan.data.fields] + [f.name for f in plan.partitions.fields]
+
+
+def guarded(plan: Plan, unknown: Column, value: Column) -> Column:
+    """``value``, or raise UNKNOWN_FIELD_EXCEPTION when ``unknown`` (names not in the schema, exact case) holds a
+    name that is not just a case variant of a schema column. Lambdas only run on the failing path."""
+    if plan.guard is None:
+        return value
+    known_lower = sorted({n.lower() for n in known_names(plan)})
+    is_new = F.size(F.array_except(_lower_all(unknown), _str_array(known_lower))) > 0
+    new_keys = F.filter(unknown, lambda k: ~F.lower(k).isin(known_lower) if known_lower else F.lit(True))
+    return F.when((F.size(unknown) > 0) & is_new, F.raise_error(_guard_message(plan, new_keys))).otherwise(value)
+
+
+def _mismatch(raw: Column, typed: Column, field: StructField) -> Column:
+    """The raw value is present but did not convert (for nested types: is not a JSON object/array at all)."""
+    bad = typed.isNull()
+    if isinstance(field.dataType, (StructType, MapType)):
+        bad = bad | ~F.ltrim(raw).startswith("{")
+    elif isinstance(field.dataType, ArrayType):
+        bad = bad | ~F.ltrim(raw).startswith("[")
+    return raw.isNotNull() & bad
+
+
+def _mismatched_names(plan: Plan, raws: dict[str, Column], typed: dict[str, Column]) -> Column | None:
+    checks = [F.when(_mismatch(raws[f.name], typed[f.name], f), F.lit(f.name))
+              for f in plan.data.fields if not isinstance(f.dataType, StringType)]
+    if not checks:
+        return None
+    return F.array_except(F.array(*checks), F.array(F.lit(None).cast("string")))
+
+
+def _corrupt_json() -> Column:
+    return F.to_json(F.create_map(F.lit(CORRUPT_KEY), F.col(RAW), F.lit(FILE_PATH_KEY), F.col(PATH)))
+
+
+def partition_values(plan: Plan) -> list[Column]:
+    cols = []
+    for f in plan.partitions.fields:
+        pattern = "/" + re.escape(f.name) + "=([^/]*)/"
+        raw = F.regexp_extract(F.col(PATH), pattern, 1)
+        raw = F.when((raw == "") | (raw == "__HIVE_DEFAULT_PARTITION__"), None).otherwise(F.try_url_decode(raw))
+        cols.append(typed_value(raw, f).alias(f.name))
+    return cols
+
+
+def project_map(df: DataFrame, plan: Plan) -> DataFrame:
+    """From columns (PATH, RAW, MAP) to the output columns in one projection. MAP is NULL for a corrupt record.
+
+    The new-column guard wraps MAP itself, so every output column depends on it (it cannot be pruned away);
+    the look-ups, casts and the rescued-data test are lambda-free, and the lambda that picks the rescued values
+    only runs for the rare rows that have some.
+    """
+    m = F.col(MAP)
+    if not plan.case_sensitive:
+        m = F.transform_keys(m, lambda k, _v: F.lower(k))
+    names = [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
+    unknown = F.array_except(F.map_keys(m), _str_array(names))
+    df = df.select(PATH, RAW, guarded(plan, unknown, m).alias(MAP))
+    m = F.col(MAP)
+    raws = {f.name: m[n] for f, n in zip(plan.data.fields, names, strict=True)}
+    typed = {f.name: typed_value(raws[f.name], f) for f in plan.data.fields}
+    out = [typed[f.name].alias(f.name) for f in plan.data.fields] + partition_values(plan)
+    if not plan.rescued_column:
+        return df.select(*out)
+    mism = _mismatched_names(plan, raws, typed)
+    unknown = F.array_except(F.map_keys(m), _str_array(names))
+    keys = F.concat(unknown, mism) if mism is not None else unknown
+    picked = F.map_filter(m, lambda k, _v: F.array_contains(keys, k))
+    rescued = (F.when(m.isNull(), _corrupt_json())
+               .when(F.size(keys) > 0,
+                     F.to_json(F.map_concat(picked, F.create_map(F.lit(FILE_PATH_KEY), F.col(PATH))))))
+    return df.select(*out, rescued.alias(plan.rescued_column))
+
+
+def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> DataFrame:
+    """JSON lines (or whole multiLine files) read as text → output rows."""
+    parser = _opts(opts, _JSON_PARSER_OPTIONS)
+    text = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH))
+    text = text.where(F.trim(F.col("value")) != "")
+    if not opts.multi_line:
+        df = text.select(PATH, F.col("value").alias(RAW), F.from_json("value", RAW_MAP_DDL, parser).alias(MAP))
+    else:
+        as_list = (F.when(F.ltrim("value").startswith("["), F.from_json("value", "array<map<string,string>>", parser))
+                   .otherwise(F.array(F.from_json("value", RAW_MAP_DDL, parser))))
+        df = text.select(PATH, F.col("value").alias(RAW),
+                         F.explode(F.coalesce(as_list, F.array(F.lit(None).cast(RAW_MAP)))).alias(MAP))
+    return project_map(df, plan)
+
+
+def csv_width(plan: Plan, header_width: int) -> int:
+    """How many CSV fields to parse per line: a line with more is kept whole as a corrupt record."""
+    return max(len(plan.data.fields), header_width) + 8
+
+
+def csv_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan, *, header: bool,
+                width: int) -> DataFrame:
+    """CSV read as whole files (header=true: each file's header names its columns) or as lines → output rows.
+
+    Per file (cheap, lambdas allowed): the header's column names, each schema column's position, the positions
+    whose name is not in the schema. Per row (codegen only, no lambdas on the common path): the parsed values,
+    positional look-ups, and the rescued JSON only for rows that need one.
+    """
+    parser = _opts(opts, _CSV_PARSER_OPTIONS)
+    parse_schema = StructType([StructField(f"_c{i}", StringType(), True) for i in range(width)])
+    quote = parser.get("quote", '"')
+    comment = opts.option("comment")
+    names = [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
+    positions = F.sequence(F.lit(0), F.lit(width - 1))
+
+    def as_array(line: Column) -> Column:
+        parsed = F.from_csv(line, parse_schema.simpleString(), parser)
+        return F.array(*[parsed[f"_c{i}"] for i in range(width)])
+
+    def keep(line: Column) -> Column:
+        cond = F.trim(line) != ""
+        if comment:
+            cond = cond & ~line.startswith(comment)
+        return cond
+
+    idx_cols = [f"__cf_i{j}" for j in range(len(names))]
+    if header:
+        sep = opts.option("lineSep")
+        pattern = re.escape(sep) if sep else "\r?\n"
+        skip = int(opts.option("skipRows", "0") or 0)
+        files = source.select(F.filter(F.split(F.col("value"), pattern), keep).alias("__cf_lines"),
+                              F.col("_metadata.file_path").alias(PATH)).where(F.size("__cf_lines") > skip)
+        files = files.select(PATH, "__cf_lines", as_array(F.col("__cf_lines")[skip]).alias("__cf_header"))
+        raw_keys = F.transform(F.col("__cf_header"), lambda k, i: F.coalesce(k, F.concat(F.lit("_c"), i)))
+        if not plan.case_sensitive:
+            raw_keys = F.transform(raw_keys, lambda k: F.lower(k))
+        files = files.select(PATH, "__cf_lines", "__cf_header", raw_keys.alias("__cf_rk"))
+        keys = F.transform(F.col("__cf_rk"), lambda k, i: F.when(F.array_position(F.col("__cf_rk"), k) != i + 1,
+                                                                 F.concat(k, i)).otherwise(k))
+        files = files.select(PATH, "__cf_lines", "__cf_header", keys.alias(KEYS))
+        named = F.filter(F.col("__cf_header"), lambda k: k.isNotNull())
+        unknown_named = F.array_except(named, _str_array(names))
+        files = files.select(PATH, "__cf_lines", guarded(plan, unknown_named, F.col(KEYS)).alias(KEYS))
+        files = files.select(
+            PATH, "__cf_lines", KEYS,
+            *[F.array_position(F.col(KEYS), n).cast("int").alias(c) for n, c in zip(names, idx_cols, strict=True)],
+            F.transform(positions, lambda i: F.when(F.col(KEYS)[i].isin(names), -1).otherwise(i)
+                        if names else i).alias("__cf_u"))
+        body = F.slice(F.col("__cf_lines"), skip + 2, 2**31 - 1)
+        rows = files.select(PATH, KEYS, "__cf_u", *idx_cols, F.explode(body).alias(RAW))
+    else:
+        static_keys = [names[i] if i < len(names) else f"_c{i}" for i in range(width)]
+        rows = source.select(F.col("value").alias(RAW), F.col("_metadata.file_path").alias(PATH))
+        rows = rows.where(keep(F.col(RAW))).select(
+            PATH, RAW, _str_array(static_keys).alias(KEYS),
+            F.array(*[F.lit(-1 if k in names else i) for i, k in enumerate(static_keys)]).alias("__cf_u"),
+            *[F.lit(static_keys.index(n) + 1 if n in static_keys else 0).alias(c)
+              for n, c in zip(names, idx_cols, strict=True)])
+    rows = rows.select("*", as_array(F.col(RAW)).alias(VALS))
+    vals = F.col(VALS)
+    corrupt = vals[width - 1].isNotNull()
+    if quote:
+        quotes = F.length(RAW) - F.length(F.replace(F.col(RAW), F.lit(quote), F.lit("")))
+        corrupt = corrupt | (quotes % 2 == 1)
+    rows = rows.select("*", corrupt.alias(CORRUPT))
+    raws = {f.name: F.when(~F.col(CORRUPT) & (F.col(c) > 0), F.get(vals, F.col(c) - 1))
+            for f, c in zip(plan.data.fields, idx_cols, strict=True)}
+    typed = {f.name: typed_value(raws[f.name], f) for f in plan.data.fields}
+    out = [typed[f.name].alias(f.name) for f in plan.data.fields] + partition_values(plan)
+    if not plan.rescued_column:
+        return rows.select(*out)
+    u = F.col("__cf_u")
+    unknown_vals = F.array(*[F.get(vals, u[i]) for i in range(width)])
+    has_unknown = F.size(F.array_except(unknown_vals, F.array(F.lit(None).cast("string")))) > 0
+    mism = _mismatched_names(plan, raws, typed)
+    needs = has_unknown | (F.size(mism) > 0) if mism is not None else has_unknown
+    mism_list = mism if mism is not None else _str_array([])
+    rows = rows.select(*out, PATH, RAW, KEYS, VALS, CORRUPT, needs.alias("__cf_needs"), mism_list.alias("__cf_mm"))
+    full = F.map_from_arrays(F.col(KEYS), F.col(VALS))
+    picked = F.map_filter(full, lambda k, v: v.isNotNull() & (~k.isin(names) | F.array_contains(F.col("__cf_mm"), k))
+                          if names else v.isNotNull())
+    rescued = (F.when(F.col(CORRUPT), _corrupt_json())
+               .when(F.col("__cf_needs"),
+                     F.to_json(F.map_concat(picked, F.create_map(F.lit(FILE_PATH_KEY), F.col(PATH))))))
+    return rows.select(*[F.col(f"`{f.name}`") for f in plan.data.fields],
+                       *[F.col(f"`{f.name}`") for f in plan.partitions.fields],
+                       rescued.alias(plan.rescued_column))

@@ -1,0 +1,172 @@
+"""SCD type 2: the target holds every version of a row with ``__START_AT`` / ``__END_AT``.
+
+Hidden state: ``tombstones`` (keys, ``__seq``), append-only, every delete event applied. With the target's versions
+(each an upsert at its ``__START_AT``) they are the full timeline of a key, so history can be rebuilt exactly.
+
+Per batch, only keys that have events in the batch are touched:
+
+1. events → one row per (key, sequence) (identical duplicates collapse, conflicting ones are refused);
+2. timeline = the key's existing versions + its tombstones + the batch's new events (an event at a sequence the
+   timeline already has is ignored: the first event applied at a sequence wins);
+3. versions are rebuilt with window functions: an upsert opens a new version when it follows a delete or nothing,
+   or when a tracked column differs from the previous upsert; otherwise it updates the version in place.
+   ``__END_AT`` is the sequence of the event that follows the version's last upsert (a delete or the next version);
+4. the rebuilt versions are diffed with the existing ones, and only new, changed or vanished versions go into one
+   Delta MERGE on (keys, ``__START_AT``) (with deletion vectors, so untouched rows are not rewritten);
+5. the batch's new deletes are appended to ``tombstones``.
+
+Known gap: an existing version only remembers its latest values, so a late event that lands inside a version that
+already absorbed in-place (untracked-only) updates, or inside a run of identical upserts that were coalesced,
+cannot split that run exactly as if it had arrived in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from framework.cdc.columns import END_AT, START_AT, ColumnPlan
+from framework.cdc.context import (
+    TargetContext,
+    key_join,
+    materialize,
+    merge_counts,
+    merge_metrics,
+    quote,
+    release,
+)
+from framework.cdc.events import (
+    COUNT,
+    DELETE,
+    OP,
+    PROBLEM,
+    SEQ,
+    UPSERT,
+    check_contract,
+    dedup_events,
+    set_flag,
+)
+from framework.cdc.metrics import CdcMetrics
+
+ACTION = "__action"
+OLD = "__old"
+OLD_END = "__old_end"
+
+
+def _differs(left: Column, right: Column) -> Column:
+    return ~left.eqNullSafe(right)
+
+
+class Scd2Applier:
+    """Applies batches of prepared events to an SCD 2 target."""
+
+    def __init__(self, ctx: TargetContext, plan: ColumnPlan, is_masked: bool) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self.is_masked = is_masked
+        self.tombstones_path = ctx.state_table("tombstones")
+
+    def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
+        """Apply one batch of prepared events (see ``events.prepare_events``)."""
+        reduced = materialize(dedup_events(events, self.plan, self.is_masked))
+        try:
+            num_input, num_deletes = check_contract(reduced, events, self.plan, self.ctx.name)
+            new = reduced.drop(PROBLEM, COUNT)
+            keys = list(self.plan.keys)
+            batch_keys = new.select(*keys).distinct()
+            existing = self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi")
+            old = self._old_events(existing, batch_keys)
+            fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
+                *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(existing.schema[END_AT].dataType).alias(OLD_END))
+            timeline = old.unionByName(fresh)
+            if self.is_masked:
+                timeline = self._fill(timeline)
+            counts = self._merge(self._changes(timeline), batch_id, app_id)
+            if num_deletes:
+                deletes = fresh.filter(F.col(OP) == DELETE).select(*keys, SEQ)
+                self.ctx.ensure_table(self.tombstones_path, deletes)
+                self.ctx.writer.append(deletes, self.tombstones_path, f"{app_id}/tombstones", batch_id)
+        finally:
+            release(reduced)
+        metrics: CdcMetrics = merge_metrics(counts, num_deleted=num_deletes, num_input=num_input)
+        return metrics
+
+    def _old_events(self, existing: DataFrame, batch_keys: DataFrame) -> DataFrame:
+        """The timeline already applied for the batch's keys: versions as upserts, tombstones as deletes."""
+        keys = list(self.plan.keys)
+        sets = [F.lit(True).alias(set_flag(i)) for i in range(len(self.plan.values))] if self.is_masked else []
+        versions = existing.select(*keys, F.col(START_AT).alias(SEQ), F.lit(UPSERT).cast("tinyint").alias(OP),
+                                   *self.plan.values, *sets, F.lit(True).alias(OLD), F.col(END_AT).alias(OLD_END))
+        tombstones = self.ctx.read_or_none(self.tombstones_path)
+        if tombstones is None:
+            return versions
+        value_types = dict(existing.dtypes)
+        deletes = tombstones.join(batch_keys, keys, "left_semi").select(
+            *keys, SEQ, F.lit(DELETE).cast("tinyint").alias(OP),
+            *[F.lit(None).cast(value_types[c]).alias(c) for c in self.plan.values], *sets,
+            F.lit(False).alias(OLD), F.lit(None).cast(value_types[END_AT]).alias(OLD_END))
+        return versions.unionByName(deletes)
+
+    def _fill(self, timeline: DataFrame) -> DataFrame:
+        """Ignore-NULL / columns_to_update: an unset column keeps the previous upsert's value (since the last delete)."""
+        keys = list(self.plan.keys)
+        ordered = Window.partitionBy(*keys).orderBy(SEQ).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        timeline = timeline.withColumn("__segment", F.sum(F.when(F.col(OP) == DELETE, 1).otherwise(0)).over(ordered))
+        segment = (Window.partitionBy(*keys, "__segment").orderBy(SEQ)
+                   .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+        for i, name in enumerate(self.plan.values):
+            chosen = F.when((F.col(OP) == UPSERT) & F.col(set_flag(i)), F.struct(F.col(name).alias("v")))
+            timeline = timeline.withColumn(name, F.last(chosen, ignorenulls=True).over(segment).getField("v"))
+        return timeline.drop("__segment", *[set_flag(i) for i in range(len(self.plan.values))])
+
+    def _changes(self, timeline: DataFrame) -> DataFrame:
+        """Rebuild the versions of the timeline's keys and keep only new, changed and vanished ones.
+
+        Existing versions travel through the timeline as upserts flagged ``__old`` with their ``__END_AT``, so the
+        diff with the target needs no second read of it: a rebuilt version whose first upsert is old is an update
+        (if its end or values changed), one whose first upsert is new is an insert, and an old upsert that no
+        longer opens a version (coalesced into an earlier one) is a delete.
+        """
+        keys = list(self.plan.keys)
+        ordered = Window.partitionBy(*keys).orderBy(SEQ)
+        running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        tracked = F.struct(*[F.col(c) for c in self.plan.tracked]) if self.plan.tracked else F.lit(0)
+        previous_op = F.lag(OP).over(ordered)
+        opens = (F.col(OP) == UPSERT) & (previous_op.isNull() | (previous_op == DELETE)
+                                         | _differs(F.lag(tracked).over(ordered), tracked))
+        marked = (timeline.withColumn("__opens", opens)
+                  .withColumn("__next", F.lead(SEQ).over(ordered))
+                  .withColumn("__vid", F.sum(F.col("__opens").cast("int")).over(running))
+                  .filter(F.col(OP) == UPSERT))
+        values = [F.col(c) for c in self.plan.values]
+        grouped = marked.groupBy(*keys, "__vid").agg(
+            F.min(SEQ).alias(START_AT), F.max_by("__next", SEQ).alias(END_AT),
+            F.max_by(F.struct(*values, F.lit(0).alias("__pad")), SEQ).alias("__v"),
+            F.min_by(F.struct(F.col(OLD), F.col(OLD_END), *values), SEQ).alias("__first"))
+        changed: Column = _differs(F.col(END_AT), F.col(f"__first.{OLD_END}"))
+        for c in self.plan.values:
+            changed = changed | _differs(F.col(f"__v.{c}"), F.col(f"__first.{c}"))
+        action = F.when(~F.col(f"__first.{OLD}"), F.lit("insert")).when(changed, F.lit("update"))
+        rebuilt = grouped.select(*keys, *[F.col(f"__v.{c}").alias(c) for c in self.plan.values], START_AT, END_AT,
+                                 action.alias(ACTION)).filter(F.col(ACTION).isNotNull())
+        vanished = marked.filter(F.col(OLD) & ~F.col("__opens")).select(
+            *keys, *values, F.col(SEQ).alias(START_AT), F.col(OLD_END).alias(END_AT), F.lit("delete").alias(ACTION))
+        return rebuilt.unionByName(vanished)
+
+    def _merge(self, diff: DataFrame, batch_id: int, app_id: str) -> dict[str, Any] | None:
+        columns = [*self.plan.output, START_AT, END_AT]
+        condition = f"{key_join(self.plan.keys)} AND t.{START_AT} = s.{START_AT}"
+        update: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in [*self.plan.values, END_AT]}
+        insert: dict[str, str | Column] = {quote(c): f"s.{quote(c)}" for c in columns}
+
+        def run(session: SparkSession) -> Any:
+            return (DeltaTable.forPath(session, self.ctx.target_path).alias("t")
+                    .merge(diff.alias("s"), condition)
+                    .whenMatchedDelete(f"s.{ACTION} = 'delete'")
+                    .whenMatchedUpdate(f"s.{ACTION} = 'update'", set=update)
+                    .whenNotMatchedInsert(f"s.{ACTION} = 'insert'", values=insert).execute())
+
+        return merge_counts(self.ctx.writer.run(app_id, batch_id, run))

@@ -1,0 +1,112 @@
+"""Delta plumbing shared by the CDC targets: table creation, idempotent writes, the state folder's metadata.
+
+Idempotency: every write of a batch carries Delta's ``txnAppId``/``txnVersion`` (session confs for MERGE/DELETE,
+writer options for appends). Each table of a batch gets its own app id (``<app_id>`` for the target,
+``<app_id>/<table>`` for state tables), so a replayed batch skips exactly the writes that were already committed.
+The confs are set on a private child session (``SparkSession.newSession()``), so concurrent flows that share the
+caller's session never see them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
+METADATA_FILE = "cdc_target.json"
+
+
+def local_path(path: str) -> Path:
+    """A local filesystem path from a plain path or a ``file:`` URI."""
+    return Path(path[len("file:"):] if path.startswith("file:") else path)
+
+
+def delta_exists(spark: SparkSession, path: str) -> bool:
+    """True when ``path`` holds a Delta table."""
+    return (local_path(path) / "_delta_log").is_dir()
+
+
+def create_table(spark: SparkSession, path: str, schema: StructType) -> None:
+    """Create an empty Delta table with deletion vectors enabled (so MERGE rewrites only changed rows)."""
+    builder = spark.createDataFrame([], schema).write.format("delta").mode("append")
+    for key, value in TABLE_PROPERTIES.items():
+        builder = builder.option(key, value)
+    builder.save(path)
+
+
+def remove_tree(path: str) -> None:
+    """Delete a folder if it exists."""
+    shutil.rmtree(local_path(path), ignore_errors=True)
+
+
+class TxnWriter:
+    """Runs Delta writes idempotently under (app id, version) in a private child session."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._lock = threading.Lock()
+        self.session = spark.newSession()
+        # The MERGE source is reduced and persisted by the engine, so Delta need not copy it again.
+        self.session.conf.set("spark.databricks.delta.merge.materializeSource", "none")
+
+    def run(self, app_id: str, version: int, action: Any) -> Any:
+        """Call ``action(session)`` with the txn confs set; Delta skips the write if already committed."""
+        with self._lock:
+            self.session.conf.set(TXN_APP_ID, app_id)
+            self.session.conf.set(TXN_VERSION, str(version))
+            try:
+                return action(self.session)
+            finally:
+                self.session.conf.unset(TXN_APP_ID)
+                self.session.conf.unset(TXN_VERSION)
+
+    @staticmethod
+    def append(df: DataFrame, path: str, app_id: str, version: int) -> None:
+        """Append ``df`` to the Delta table at ``path`` unless (app id, version) was already written there."""
+        (df.write.format("delta").mode("append").option("txnAppId", app_id)
+         .option("txnVersion", str(version)).save(path))
+
+
+def _snapshot(spark: SparkSession, path: str) -> Any:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    return log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+
+
+def table_version(spark: SparkSession, path: str) -> int:
+    """The latest version of the Delta table at ``path`` (from the log, no data read)."""
+    return int(_snapshot(spark, path).version())
+
+
+def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
+    """The last ``txnVersion`` committed by ``app_id`` into the Delta table at ``path`` (from the log)."""
+    if not delta_exists(spark, path):
+        return None
+    option = _snapshot(spark, path).transactions().get(app_id)
+    return int(option.get()) if option.isDefined() else None
+
+
+def read_metadata(state_path: str) -> dict[str, Any] | None:
+    """The metadata a target was built with (keys, sequence, SCD type), or None for a new target."""
+    file = local_path(state_path) / METADATA_FILE
+    if not file.is_file():
+        return None
+    loaded: dict[str, Any] = json.loads(file.read_text())
+    return loaded
+
+
+def write_metadata(state_path: str, metadata: dict[str, Any]) -> None:
+    """Persist the target's metadata atomically (write then rename)."""
+    folder = local_path(state_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (METADATA_FILE + ".tmp")
+    tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))
+    tmp.replace(folder / METADATA_FILE)

@@ -1,0 +1,176 @@
+"""cloudFiles CSV/parquet/text/binaryFile/xml/avro, file selection options, exactly-once, cleanSource."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame
+
+from framework.autoloader import clean_source
+from framework.errors import AutoLoaderError, UnknownFieldError
+from tests.integration.autoloader.conftest import Flow, rescued
+
+pytestmark = pytest.mark.spark
+
+
+def test_csv_header_by_name_with_bad_rows(flow: Callable[..., Flow]) -> None:
+    f = flow({"cloudFiles.format": "csv", "header": "true", "cloudFiles.schemaEvolutionMode": "rescue",
+              "cloudFiles.schemaHints": "qty int"})
+    f.write("a.csv", 'id,name,qty\n1,"Smith, Ann",3\n2,bob,x\n')
+    f.df()  # the schema is inferred from a.csv only
+    f.write("b.csv", 'qty,id,Name,extra\n5,3,cy,e1\n6,4,dee\n')  # other order, case variant, extra, missing
+    f.write("c.csv", 'id,name,qty\n5,"broken,7\n6,eve,1')  # bad quoting, no trailing newline
+    f.write("d.csv", "")
+    rows = f.run()
+    assert f.columns == ["id", "name", "qty", "_rescued_data"]
+    assert len(rows) == 6
+    by_id = {r["id"]: r for r in rows if r["id"]}
+    assert by_id["1"]["name"] == "Smith, Ann" and by_id["1"]["qty"] == 3 and by_id["1"]["_rescued_data"] is None
+    assert by_id["2"]["qty"] is None and rescued(by_id["2"]["_rescued_data"])["qty"] == "x"  # type: ignore[index]
+    r3 = rescued(by_id["3"]["_rescued_data"])
+    assert by_id["3"]["qty"] == 5 and by_id["3"]["name"] is None and r3 is not None
+    assert r3["Name"] == "cy" and r3["extra"] == "e1" and r3["_file_path"].endswith("b.csv")
+    assert by_id["4"]["name"] is None and rescued(by_id["4"]["_rescued_data"])["Name"] == "dee"  # type: ignore[index]
+    assert by_id["6"]["name"] == "eve"
+    corrupt = [r for r in rows if r["id"] is None]
+    assert len(corrupt) == 1 and rescued(corrupt[0]["_rescued_data"])["_corrupt_record"] == '5,"broken,7'  # type: ignore[index]
+
+
+def test_csv_new_header_column_stops_add_new_columns(flow: Callable[..., Flow]) -> None:
+    f = flow({"cloudFiles.format": "csv", "header": "true", "sep": ";"})
+    f.write("a.csv", "id;name\n1;a\n")
+    f.run()
+    f.write("b.csv", "id;name;city\n2;b;Oslo\n")
+    with pytest.raises(UnknownFieldError, match=r"\[city\]"):
+        f.run()
+    f.run()
+    assert f.rows("id", "city") == [("1", None), ("2", "Oslo")]
+
+
+def test_csv_without_header(flow: Callable[..., Flow]) -> None:
+    f = flow({"cloudFiles.format": "csv"}, schema="a INT, b STRING")
+    f.write("a.csv", "1,x\n2,y,surplus\n")
+    f.options["rescuedDataColumn"] = "_rescued_data"
+    rows = f.run()
+    assert [(r["a"], r["b"]) for r in rows] == [(1, "x"), (2, "y")]
+    assert rescued(rows[1]["_rescued_data"])["_c2"] == "surplus"  # type: ignore[index]
+
+
+def test_parquet_partitions_and_new_columns(flow: Callable[..., Flow], spark: object, tmp_path: Path) -> None:
+    f = flow({"cloudFiles.format": "parquet"})
+    sp = f.spark
+    sp.createDataFrame([(1, "a")], "id BIGINT, v STRING").write.parquet(str(f.src / "day=2024-01-01"))
+    rows = f.run()
+    assert f.columns == ["id", "v", "day", "_rescued_data"] and [(r["id"], r["day"]) for r in rows] == [
+        (1, "2024-01-01")]
+    sp.createDataFrame([(2, "b", 9.5)], "id BIGINT, v STRING, w DOUBLE").write.parquet(str(f.src / "day=2024-01-02"))
+    with pytest.raises(UnknownFieldError, match=r"\[w\]"):
+        f.run()
+    rows = f.run()
+    assert [(r["id"], r["w"], r["day"]) for r in rows] == [(2, 9.5, "2024-01-02")]
+
+
+def test_text_binary_xml_and_avro(flow: Callable[..., Flow]) -> None:
+    t = flow({"cloudFiles.format": "text"}, name="t")
+    t.write("a.txt", "line 1\nline 2")
+    assert [r["value"] for r in t.run()] == ["line 1", "line 2"] and t.columns == ["value"]
+    b = flow({"cloudFiles.format": "binaryFile", "pathGlobFilter": "*.bin"}, name="b")
+    b.write("a.bin", b"\x00\x01")
+    b.write("skip.txt", "no")
+    rows = b.run()
+    assert b.columns == ["path", "modificationTime", "length", "content"] and [bytes(r["content"]) for r in rows] == [
+        b"\x00\x01"]
+    x = flow({"cloudFiles.format": "xml", "rowTag": "row"}, name="x")
+    x.write("a.xml", "<rows><row><id>1</id><n>a</n></row><row><id>2</id><n>b</n></row></rows>")
+    assert sorted((r["id"], r["n"]) for r in x.run()) == [("1", "a"), ("2", "b")]
+    a = flow({"cloudFiles.format": "avro"}, name="a")
+    with pytest.raises(AutoLoaderError, match="not supported locally"):
+        a.df()
+
+
+def test_file_selection_options(flow: Callable[..., Flow]) -> None:
+    old, new = time.time() - 86400 * 3, time.time() - 3600
+    f = flow({"cloudFiles.format": "json", "pathGlobFilter": "*.json", "modifiedAfter": time.strftime(
+        "%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 86400 * 2)), "recursiveFileLookup": "true"})
+    f.jsonl("old.json", {"id": "old"}, mtime=old)
+    f.jsonl("sub/k=1/new.json", {"id": "new"}, mtime=new)
+    f.jsonl("new.txt", {"id": "txt"}, mtime=new)
+    f.jsonl("_hidden.json", {"id": "hidden"}, mtime=new)
+    assert [r["id"] for r in f.run()] == ["new"] and "k" not in f.columns  # recursive: no partition columns
+
+
+def test_include_existing_files_false_and_max_files(flow: Callable[..., Flow]) -> None:
+    f = flow({"cloudFiles.format": "json", "cloudFiles.includeExistingFiles": "false",
+              "cloudFiles.maxFilesPerTrigger": "1", "cloudFiles.schemaHints": "id string"})
+    f.jsonl("existing.json", {"id": "e"}, mtime=time.time() - 60)
+    assert f.run() == []
+    for i in range(3):
+        f.jsonl(f"n{i}.json", {"id": f"n{i}"}, mtime=time.time() + i)
+    rows = f.run()
+    assert sorted(r["id"] for r in rows) == ["n0", "n1", "n2"] and len(set(f.batches)) >= 3
+
+
+def test_exactly_once_after_crash_and_rerun(flow: Callable[..., Flow]) -> None:
+    f = flow({"cloudFiles.format": "json", "cloudFiles.maxFilesPerTrigger": "1"})
+    for i in range(3):
+        f.jsonl(f"f{i}.json", {"id": i}, mtime=time.time() - 10 + i)
+    crashed: list[int] = []
+
+    def crash_once(_: DataFrame, batch_id: int) -> None:
+        if batch_id == 1 and not crashed:
+            crashed.append(batch_id)
+            raise RuntimeError("simulated crash after the Delta write, before the checkpoint commit")
+
+    with pytest.raises(Exception, match="simulated crash"):
+        f.run(on_batch=crash_once)
+    f.run(on_batch=crash_once)  # batch 1 is replayed; its Delta write is skipped (txnVersion)
+    assert sorted(r["id"] for r in f.read().collect()) == ["0", "1", "2"]
+    f.jsonl("f0.json", {"id": "rewritten"})  # rewritten in place: not ingested again (allowOverwrites false)
+    f.run(on_batch=crash_once)
+    assert f.read().count() == 3
+
+
+def test_clean_source_move_and_delete(flow: Callable[..., Flow], tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    opts = {"cloudFiles.format": "json", "cloudFiles.cleanSource": "MOVE",
+            "cloudFiles.cleanSource.moveDestination": str(archive),
+            "cloudFiles.cleanSource.retentionDuration": "0 seconds", "cloudFiles.maxFilesPerTrigger": "1"}
+    f = flow(opts)
+    f.jsonl("d/a.json", {"id": 1}, mtime=time.time() - 10)
+    f.run()  # a.json committed (retention 0: cleaned at the next call)
+    f.jsonl("b.json", {"id": 2, "new": 1}, mtime=time.time() - 5)
+    f.options["cloudFiles.cleanSource"] = "OFF"
+    with pytest.raises(UnknownFieldError):
+        f.run()  # the batch of b.json failed
+    f.options["cloudFiles.cleanSource"] = "MOVE"
+    moved = clean_source(str(f.src), opts, checkpoint_location=str(f.checkpoint))
+    assert moved == [f.src / "d" / "a.json"] and (archive / "d" / "a.json").exists()
+    assert (f.src / "b.json").exists()  # never the files of a failed batch
+    f.run()
+    assert clean_source(str(f.src), opts, checkpoint_location=str(f.checkpoint)) == [f.src / "b.json"]
+    assert f.count() == 2 and f.run() == []
+    g = flow(opts, name="g")
+    g.options["cloudFiles.cleanSource.moveDestination"] = str(g.src / "archive")
+    with pytest.raises(AutoLoaderError, match="inside the source folder"):
+        g.df()
+    d_opts = {"cloudFiles.format": "json", "cloudFiles.cleanSource": "DELETE",
+              "cloudFiles.cleanSource.retentionDuration": "1 hour"}
+    d = flow(d_opts, name="d")
+    d.jsonl("x.json", {"id": 1})
+    d.run()
+    assert clean_source(str(d.src), d_opts, checkpoint_location=str(d.checkpoint)) == []  # retention not over
+    later = __import__("datetime").datetime.fromtimestamp(time.time() + 7200)
+    assert clean_source(str(d.src), d_opts, checkpoint_location=str(d.checkpoint), now=later) == [d.src / "x.json"]
+    assert not (d.src / "x.json").exists()
+
+
+def test_delta_sink_end_to_end(flow: Callable[..., Flow]) -> None:
+    f = flow({"cloudFiles.format": "json"})
+    f.jsonl("a.json", {"id": 1, "v": "a"}, {"id": 2, "v": "b"})
+    f.run(delta=True)
+    f.jsonl("b.json", {"id": 3, "v": "c"})
+    f.run(delta=True)
+    assert f.read().count() == 3 and f.read().columns == ["id", "v", "_rescued_data"]

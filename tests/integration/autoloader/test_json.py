@@ -1,0 +1,144 @@
+"""cloudFiles JSON: inference, rescued data, corrupt records, bad input, schema evolution modes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from framework.errors import AutoLoaderError, UnknownFieldError
+from tests.integration.autoloader.conftest import Flow, rescued
+
+pytestmark = pytest.mark.spark
+JSON = {"cloudFiles.format": "json"}
+UNI = "na\u00efve_\u540d\u524d"
+
+
+def test_inferred_strings_with_bad_input_lose_nothing(flow: Callable[..., Flow]) -> None:
+    f = flow(JSON)
+    f.jsonl("a.json", {"id": 1, "name": "ann", "tags": [1, 2]}, {"id": 2, "name": "bob", "tags": {"x": 1}})
+    # a broken record, blank lines, a case-only variant and no trailing newline; an empty file; not UTF-8; Unicode
+    f.write("b.json", '{"id": 3, "name": "cy"}\n{"id": 4, "name": \n\n   \n{"ID": 5, "name": "dee"}')
+    f.write("c.json", "")
+    f.write("d.json", b'{"id": 6, "name": "\xff\xfeoops"}\n')
+    f.write("e.json", '{"id": 7, "' + UNI + '": "\u00fc"}\n')
+    rows = f.run()
+    assert f.columns == ["id", "name", UNI, "tags", "_rescued_data"] or sorted(f.columns) == sorted(
+        ["id", "name", UNI, "tags", "_rescued_data"])
+    assert len(rows) == 7  # 2 + 3 records (one broken) + 0 + 1 + 1: nothing dropped
+    by_id = {r["id"]: r for r in rows if r["id"] is not None}
+    assert by_id["1"]["tags"] == "[1,2]" and by_id["2"]["tags"] == '{"x":1}'
+    assert "\ufffd" in by_id["6"]["name"] and by_id["7"][UNI] == "\u00fc"
+    broken = [rescued(r["_rescued_data"]) for r in rows if r["id"] is None and r["name"] is None]
+    assert len(broken) == 1 and broken[0] is not None
+    assert broken[0]["_corrupt_record"] == '{"id": 4, "name": '
+    assert broken[0]["_file_path"].startswith("file:") and broken[0]["_file_path"].endswith("/landing/b.json")
+    dee = f.where("name", "dee")[0]
+    assert dee["id"] is None and rescued(dee["_rescued_data"])["ID"] == "5"  # type: ignore[index]
+    assert by_id["1"]["_rescued_data"] is None
+    # a rerun finds nothing new: exactly once
+    assert f.run() == [] and f.count() == 7
+
+
+def test_inferred_types_hints_and_type_mismatch(flow: Callable[..., Flow]) -> None:
+    f = flow({**JSON, "cloudFiles.inferColumnTypes": "true", "cloudFiles.schemaHints": "ts timestamp"})
+    f.jsonl("a.json", {"id": 1, "amount": 1.5, "ts": "2024-01-01 10:00:00", "ok": True})
+    f.jsonl("b.json", {"id": "not_a_number", "amount": 2.5, "ts": "yesterday", "ok": False})
+    f.run(lambda df: df.select("*", "_metadata.file_name", "_metadata.file_size",
+                               "_metadata.file_modification_time"))
+    df = f.df()
+    assert {fl.name: fl.dataType.simpleString() for fl in df.schema.fields} == {
+        "amount": "double", "id": "string", "ok": "boolean", "ts": "timestamp", "_rescued_data": "string"}
+    bad = f.where("amount", 2.5)[0]
+    assert bad["ts"] is None and bad["ok"] is False and bad["id"] == "not_a_number"
+    r = rescued(bad["_rescued_data"])
+    assert r is not None and r["ts"] == "yesterday" and r["_file_path"].endswith("b.json")
+    assert bad["file_name"] == "b.json" and bad["file_size"] > 0 and bad["file_modification_time"] is not None
+    assert (f.schema_location / "_schemas" / "0").exists()
+
+
+def test_type_mismatch_after_inference(flow: Callable[..., Flow]) -> None:
+    f = flow({**JSON, "cloudFiles.inferColumnTypes": "true"})
+    f.jsonl("a.json", {"id": 1, "n": {"a": 1}})
+    f.run()
+    f.jsonl("b.json", {"id": "x", "n": "flat"}, {"id": 1.5, "n": {"a": 2}})
+    rows = f.run()
+    assert [(r["id"], r["n"]["a"] if r["n"] else None) for r in rows] == [(None, None), (None, 2)]
+    assert next(rescued(r["_rescued_data"]) for r in rows)["n"] == "flat"  # type: ignore[index]
+    assert [rescued(r["_rescued_data"]) for r in rows][1]["id"] == "1.5"  # type: ignore[index]
+
+
+def test_multiline_json(flow: Callable[..., Flow]) -> None:
+    f = flow({**JSON, "multiLine": "true"})
+    f.write("a.json", json.dumps([{"id": 1, "v": "a"}, {"id": 2, "v": "b"}], indent=2))
+    f.write("b.json", json.dumps({"id": 3, "v": "c"}, indent=2))
+    f.write("c.json", '[{"id": 4,\n "v": ')
+    rows = f.run()
+    assert len(rows) == 4 and sorted(r["id"] for r in rows if r["id"]) == ["1", "2", "3"]
+    corrupt = next(r for r in rows if r["id"] is None)
+    assert rescued(corrupt["_rescued_data"])["_corrupt_record"].startswith("[{")  # type: ignore[index]
+
+
+def test_add_new_columns_stops_then_retry_continues(flow: Callable[..., Flow]) -> None:
+    f = flow(JSON)
+    f.jsonl("a.json", {"id": 1})
+    f.run()
+    f.jsonl("b.json", {"id": 2, "Extra": "x"}, {"id": 3})
+    with pytest.raises(UnknownFieldError) as err:
+        f.run()
+    assert err.value.code == "UNKNOWN_FIELD_EXCEPTION"
+    assert "Encountered unknown fields during parsing: [Extra]" in str(err.value) and "b.json" in str(err.value)
+    assert f.count() == 1  # the batch with the new column was not committed
+    f.run()  # the next attempt widens the stored schema and continues with the same batch
+    assert f.columns == ["id", "Extra", "_rescued_data"]
+    assert f.rows("id", "Extra") == [("1", None), ("2", "x"), ("3", None)]
+    assert (f.schema_location / "_schemas" / "1").exists()
+    f.jsonl("c.json", {"id": 4, "Extra": "y", "more": 1}, {"id": 5, "extra": "case variant"})
+    f.run_with_retry()  # the runner's single retry within one update
+    assert f.count() == 5 and f.where("id", "4")[0]["more"] == "1"
+    assert rescued(f.where("id", "5")[0]["_rescued_data"])["extra"] == "case variant"  # type: ignore[index]
+
+
+def test_fail_on_new_columns_stays_stopped(flow: Callable[..., Flow]) -> None:
+    f = flow({**JSON, "cloudFiles.schemaEvolutionMode": "failOnNewColumns"})
+    f.jsonl("a.json", {"id": 1})
+    f.run()
+    f.jsonl("b.json", {"id": 2, "extra": "x"})
+    for _ in range(2):
+        with pytest.raises(UnknownFieldError, match="automatic retry: false"):
+            f.run()
+    assert f.count() == 1 and not (f.schema_location / "_schemas" / "1").exists()
+
+
+def test_rescue_mode_never_changes_schema(flow: Callable[..., Flow]) -> None:
+    f = flow({**JSON, "cloudFiles.schemaEvolutionMode": "rescue"})
+    f.jsonl("a.json", {"id": 1})
+    f.run()
+    f.jsonl("b.json", {"id": 2, "extra": "x", "n": {"a": 1}})
+    f.run()
+    assert f.columns == ["id", "_rescued_data"]
+    r = rescued(f.where("id", "2")[0]["_rescued_data"])
+    assert r is not None and r["extra"] == "x" and r["n"] == '{"a":1}'
+
+
+def test_user_schema_none_mode_and_missing_columns(flow: Callable[..., Flow]) -> None:
+    f = flow(JSON, schema="id BIGINT, name STRING, city STRING")
+    f.jsonl("a.json", {"id": 1, "name": "ann", "extra": 1}, {"id": "x", "name": "bob"})
+    f.run()
+    assert f.columns == ["id", "name", "city"]  # no rescued column unless asked for
+    assert f.rows("id", "name", "city") == [(1, "ann", None), (None, "bob", None)]
+    g = flow({**JSON, "rescuedDataColumn": "_bad"}, schema="id BIGINT, name STRING", name="g")
+    g.jsonl("a.json", {"id": 1, "name": "ann", "extra": 1}, {"id": "x", "name": "bob"})
+    rows = g.run()
+    assert g.columns == ["id", "name", "_bad"]
+    bads = {r["name"]: rescued(r["_bad"]) for r in rows}
+    assert bads["ann"] is not None and bads["ann"]["extra"] == "1"
+    assert bads["bob"] is not None and bads["bob"]["id"] == "x"
+
+
+def test_empty_folder_needs_a_schema(flow: Callable[..., Flow]) -> None:
+    f = flow(JSON)
+    f.src.mkdir(parents=True)
+    with pytest.raises(AutoLoaderError, match="CF_EMPTY_DIR_FOR_SCHEMA_INFERENCE"):
+        f.df()
