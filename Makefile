@@ -31,9 +31,8 @@ integration: setup  ## integration tests (Spark + Delta)
 e2e: setup  ## end-to-end tests over the CLI
 	@$(PY) -m pytest tests/e2e -q
 
-lint: setup  ## ruff lint + format check
+lint: setup  ## ruff lint
 	@$(PY) -m ruff check framework tests bench pipelines
-	@$(PY) -m ruff format --check framework
 
 typecheck: setup  ## mypy on framework/
 	@$(PY) -m mypy
