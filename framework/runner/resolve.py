@@ -47,6 +47,7 @@ class UpdateContext:
     streaming: dict[str, bool] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     watched_paths: list[str] = field(default_factory=list)  # folders of file sources (for `medallion watch`)
+    cloud_sources: dict[str, list[tuple[str, dict[str, str], str]]] = field(default_factory=dict)
     _resolving: list[str] = field(default_factory=list)
     _current: contextvars.ContextVar[FlowReader | None] = field(
         default_factory=lambda: contextvars.ContextVar("medallion_flow_reader", default=None))
@@ -101,6 +102,9 @@ class UpdateContext:
         flow = self.registry.flows[reader.flow_key]
         if path not in self.watched_paths:
             self.watched_paths.append(path)
+        if reader.phase == "execute":
+            self.cloud_sources.setdefault(reader.flow_key, []).append(
+                (path, dict(options), self.checkpoint_path(flow)))
         return load_cloud_files(
             self.spark, path, options, schema,
             default_schema_location=str(self.spec.autoloader_dir / normalize_name(flow.target)

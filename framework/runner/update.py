@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from framework.spec import PipelineSpec
 
-RETRYABLE_MARKERS = ("UNKNOWN_FIELD_EXCEPTION",)
+RETRYABLE_MARKERS = ("automatic retry: true",)  # Auto Loader's addNewColumns stop (schema already widened)
 
 
 @dataclass(frozen=True)
@@ -318,11 +318,14 @@ def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], event
         while True:
             attempt += 1
             try:
+                ctx.cloud_sources.pop(key, None)
                 executor = FlowExecutor(ctx, graph, key)
                 timed_run(executor, result)
+                _clean_sources(ctx, key)
                 return
             except Exception as exc:
-                if attempt == 1 and any(m in exception_text(exc) for m in RETRYABLE_MARKERS):
+                translated = _translate(exc)
+                if attempt == 1 and any(m in exception_text(translated) for m in RETRYABLE_MARKERS):
                     reason = next((line for line in exception_text(exc).splitlines()
                                    if any(m in line for m in RETRYABLE_MARKERS)), _short(exc))
                     print(f"  {flow.name}: {reason.strip()[:240]}; retrying with the new schema", file=out)
@@ -331,6 +334,8 @@ def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], event
                                 details={"status": "RETRYING"}, error=exc)
                     result.attempts = 2
                     continue
+                if translated is not exc:
+                    raise translated from exc
                 raise
 
     def finish(key: str, error: BaseException | None) -> None:
@@ -387,6 +392,27 @@ def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], event
                 key = running.pop(future)
                 finish(key, future.exception())
     return [results[k] for k in graph.order]
+
+
+def _translate(exc: BaseException) -> BaseException:
+    """Auto Loader errors buried in a streaming failure's JVM causes, as the framework's own errors."""
+    try:
+        from framework.autoloader import translate_stream_error
+    except ImportError:
+        return exc
+    translated = translate_stream_error(exc)
+    return translated if translated is not None else exc
+
+
+def _clean_sources(ctx: UpdateContext, key: str) -> None:
+    """cleanSource (MOVE/DELETE) for the files a successful flow committed."""
+    sources = ctx.cloud_sources.pop(key, [])
+    if not sources:
+        return
+    from framework.autoloader import clean_source
+
+    for path, options, checkpoint in sources:
+        clean_source(path, options, checkpoint_location=checkpoint)
 
 
 def _through_views(graph: PipelineGraph, datasets: list[str]) -> set[str]:
