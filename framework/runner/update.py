@@ -326,9 +326,7 @@ def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], event
             except Exception as exc:
                 translated = _translate(exc)
                 if attempt == 1 and any(m in exception_text(translated) for m in RETRYABLE_MARKERS):
-                    reason = next((line for line in exception_text(exc).splitlines()
-                                   if any(m in line for m in RETRYABLE_MARKERS)), _short(exc))
-                    print(f"  {flow.name}: {reason.strip()[:240]}; retrying with the new schema", file=out)
+                    print(f"  {flow.name}: {_short(translated)[:300]}; retrying with the new schema", file=out)
                     events.emit("flow_progress", f"Flow '{flow.name}' is RETRYING after a schema change.",
                                 level="WARN", flow_name=flow.name, dataset_name=flow.target,
                                 details={"status": "RETRYING"}, error=exc)
