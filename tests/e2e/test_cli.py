@@ -35,6 +35,12 @@ def sample_spec(tmp_path: Path) -> Path:
 
 
 def test_validate_and_graph_the_sample(sample_spec: Path, tmp_path: Path) -> None:
+    from framework.sample_data import write_customer_changes, write_orders
+
+    # Auto Loader infers the bronze schemas from the landed files (an empty folder cannot be inferred, as on
+    # Databricks), so land a batch first.
+    write_orders(tmp_path / "landing" / "orders", 1, files=1, rows_per_file=20)
+    write_customer_changes(tmp_path / "landing" / "customers", 1)
     validate = medallion("validate", str(sample_spec))
     assert validate.returncode == 0, validate.stderr
     assert "pipeline 'sample_medallion' is valid" in validate.stdout
