@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from framework.declarations import Dataset, EventHook, Expectation, Flow, Sink
+from framework.declarations import Dataset, EventHook, Expectation, Flow, Sink, SourceLocation
 from framework.errors import DeclarationError, RegistrationContextError
 
 
@@ -26,24 +26,24 @@ class Registry:
     event_hooks: list[EventHook] = field(default_factory=list)
 
     def add_dataset(self, dataset: Dataset) -> None:
-        key = normalize_name(dataset.name)
-        existing = self.datasets.get(key) or self.sinks.get(key)
-        if existing is not None:
-            raise DeclarationError(
-                f"dataset '{dataset.name}' is defined twice (first at {existing.location}). "
-                "Give each table, view and sink a unique name.",
-                file=dataset.location.file, line=dataset.location.line)
-        self.datasets[key] = dataset
+        self._check_unique("dataset", dataset.name, dataset.location,
+                           "Give each table, view and sink a unique name.")
+        self.datasets[normalize_name(dataset.name)] = dataset
 
     def add_sink(self, sink: Sink) -> None:
-        key = normalize_name(sink.name)
+        self._check_unique("sink", sink.name, sink.location, "Sinks and datasets share one namespace.")
+        self.sinks[normalize_name(sink.name)] = sink
+
+    def _check_unique(self, kind: str, name: str, location: SourceLocation, fix: str) -> None:
+        key = normalize_name(name)
         existing = self.datasets.get(key) or self.sinks.get(key)
-        if existing is not None:
-            raise DeclarationError(
-                f"sink '{sink.name}' clashes with '{existing.name}' defined at {existing.location}. "
-                "Sinks and datasets share one namespace.",
-                file=sink.location.file, line=sink.location.line)
-        self.sinks[key] = sink
+        if existing is None:
+            return
+        if kind == "dataset":
+            problem = f"is defined twice (first at {existing.location})"
+        else:
+            problem = f"clashes with '{existing.name}' defined at {existing.location}"
+        raise DeclarationError(f"{kind} '{name}' {problem}. {fix}", file=location.file, line=location.line)
 
     def add_flow(self, flow: Flow) -> None:
         key = normalize_name(flow.name)
