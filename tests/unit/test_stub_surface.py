@@ -241,9 +241,18 @@ def test_pyspark_source_parser_agrees_with_import() -> None:
         assert list(parsed[name].parameters) == list(signature.parameters), name
 
 
-def test_the_unit_suite_never_started_spark() -> None:
-    """Runs last in this folder (alphabetical order): nothing before it may have started a JVM."""
+def test_the_unit_suite_never_starts_spark(request: pytest.FixtureRequest) -> None:
+    """No unit test asks for Spark, and when the unit folder runs on its own nothing has started a JVM.
+
+    (In `make test` the integration tests share the process and start the session first, so the JVM check
+    only applies when every collected test is a unit test.)
+    """
     from pyspark import SparkContext
 
-    assert SparkContext._active_spark_context is None
-    assert SparkContext._gateway is None
+    unit_dir = Path(__file__).resolve().parent
+    items = request.session.items
+    unit_items = [i for i in items if unit_dir in Path(str(i.path)).resolve().parents]
+    assert [i.nodeid for i in unit_items if "spark" in getattr(i, "fixturenames", ())] == []
+    if len(unit_items) == len(items):
+        assert SparkContext._active_spark_context is None
+        assert SparkContext._gateway is None
