@@ -44,7 +44,7 @@ def test_validate_and_graph_the_sample(sample_spec: Path, tmp_path: Path) -> Non
     validate = medallion("validate", str(sample_spec))
     assert validate.returncode == 0, validate.stderr
     assert "pipeline 'sample_medallion' is valid" in validate.stdout
-    graph = medallion("graph", str(sample_spec), "--static", "--out", str(tmp_path / "graph"))
+    graph = medallion("graph", str(sample_spec), "--out", str(tmp_path / "graph"))
     assert graph.returncode == 0, graph.stderr
     mermaid = (tmp_path / "graph" / "graph.mmd").read_text()
     for layer in ("bronze", "silver", "gold"):
