@@ -75,7 +75,7 @@ def test_unmapped_slash_dbfs_path_fails_too() -> None:
 
 
 @pytest.mark.parametrize("path", ["/Volumes/main/other/x", "s3://bucket/key",
-                                  "abfss://c@a.dfs.core.windows.net/x", "/tmp/local/file", "relative/path",
+                                  "abfss://c@a.dfs.core.windows.net/x", "/data/local/file", "relative/path",
                                   "file:/tmp/x"])
 def test_other_paths_are_unchanged(mapper, path) -> None:
     assert mapper.map(path) == path
