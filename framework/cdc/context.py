@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from framework.cdc.storage import TxnWriter, create_table, delta_exists, table_version
+from framework.cdc.storage import TxnWriter, create_table, delta_exists
 
 
 def quote(name: str) -> str:
@@ -43,9 +43,8 @@ class TargetContext:
         return f"{self.state_path.rstrip('/')}/{table}"
 
     def read(self, path: str) -> DataFrame:
-        """Read a Delta table pinned to its current version, so that re-evaluating a plan sees the same data."""
-        version = table_version(self.spark, path)
-        return self.spark.read.format("delta").option("versionAsOf", version).load(path)
+        """Read a Delta table (its latest version when the plan runs)."""
+        return self.spark.read.format("delta").load(path)
 
     def read_or_none(self, path: str) -> DataFrame | None:
         """Read a Delta table, or None when it does not exist yet."""
@@ -74,16 +73,6 @@ def merge_metrics(counts: dict[str, Any] | None, num_deleted: int | None = None,
     return CdcMetrics(num_upserted_rows=counts.get("num_inserted_rows", 0) + counts.get("num_updated_rows", 0),
                       num_deleted_rows=counts.get("num_deleted_rows", 0) if num_deleted is None else num_deleted,
                       num_input_rows=num_input)
-
-
-def last_operation_metrics(spark: SparkSession, path: str) -> dict[str, int]:
-    """``operationMetrics`` of the table's last commit (from the Delta log, no data read)."""
-    from delta.tables import DeltaTable
-
-    rows = DeltaTable.forPath(spark, path).history(1).select("operationMetrics").collect()
-    if not rows or rows[0][0] is None:
-        return {}
-    return {k: int(v) for k, v in rows[0][0].items() if str(v).lstrip("-").isdigit()}
 
 
 def materialize(df: DataFrame) -> DataFrame:

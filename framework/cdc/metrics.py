@@ -13,16 +13,12 @@ class CdcMetrics:
         num_upserted_rows: target rows inserted or updated (SCD 2: version rows written, new or closed).
         num_deleted_rows: SCD 1: target rows deleted; SCD 2: delete events applied (versions closed or tombstoned).
         num_input_rows: source rows of the batch after ``where`` (0 when the batch was a replay and skipped).
-        num_target_rows_rewritten: rows Delta copied unchanged while rewriting files (``numTargetRowsCopied``).
-        num_target_files_rewritten: target files removed by the MERGE (``numTargetFilesRemoved``).
         skipped: True when the batch had already been committed (replay after a crash) and nothing was written.
     """
 
     num_upserted_rows: int = 0
     num_deleted_rows: int = 0
     num_input_rows: int = 0
-    num_target_rows_rewritten: int = 0
-    num_target_files_rewritten: int = 0
     skipped: bool = False
 
     def as_event_details(self) -> dict[str, int]:

@@ -94,11 +94,14 @@ class Scd1Applier:
             return None
         return tombstones.groupBy(*keys).agg(F.max(SEQ).alias("__cur"))
 
-    @staticmethod
-    def _newer(df: DataFrame, state: DataFrame | None, keys: tuple[str, ...]) -> DataFrame:
+    def _with_state(self, df: DataFrame, state: DataFrame | None) -> DataFrame:
+        """``df`` with ``__cur``: the sequence the state holds for the key (NULL when none)."""
         if state is None:
-            return df
-        joined = df.join(state, list(keys), "left")
+            return df.withColumn("__cur", F.lit(None).cast(df.schema[SEQ].dataType))
+        return df.join(state, list(self.plan.keys), "left")
+
+    def _newer(self, df: DataFrame, state: DataFrame | None) -> DataFrame:
+        joined = self._with_state(df, state)
         return joined.filter(F.col("__cur").isNull() | (F.col(SEQ) > F.col("__cur"))).drop("__cur")
 
     # -- truncates ---------------------------------------------------------------------------------------------
@@ -138,7 +141,7 @@ class Scd1Applier:
     def _fold(self, events: DataFrame) -> DataFrame:
         """Masked mode: fold a key's newer events into one row, remembering which columns were set."""
         keys = list(self.plan.keys)
-        fresh = self._newer(events, self._current(), self.plan.keys)
+        fresh = self._newer(events, self._current())
         last_delete = F.max(F.when(F.col(OP) == DELETE, F.col(SEQ))).over(Window.partitionBy(*keys))
         fresh = fresh.withColumn("__last_del", last_delete)
         after_delete = F.col("__last_del").isNull() | (F.col(SEQ) > F.col("__last_del"))
@@ -158,20 +161,26 @@ class Scd1Applier:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
         if self.truncates:
             events = self._apply_truncates(events, batch_id, app_id)
-        reduced = (dedup_events(events, self.plan, True) if self.is_masked
-                   else reduce_to_winners(events, self.plan))
-        reduced = materialize(reduced)
+        if self.is_masked:
+            reduced = materialize(dedup_events(events, self.plan, True))
+        else:
+            # the state lookup is joined before materializing, so the MERGE source is a plain scan
+            reduced = materialize(self._with_state(reduce_to_winners(events, self.plan), self._tombstone_floor()))
+        folded = None
         try:
             num_input, num_deletes = check_contract(reduced, events, self.plan, self.ctx.name)
             clean = reduced.drop(PROBLEM, COUNT)
             if self.is_masked:
-                changes = self._fold(clean)
+                # the fold reads the target, which the MERGE changes: compute it once for MERGE and state
+                changes = folded = materialize(self._fold(clean))
             else:
-                changes = self._newer(clean, self._tombstone_floor(), self.plan.keys)
+                changes = clean.filter(F.col("__cur").isNull() | (F.col(SEQ) > F.col("__cur"))).drop("__cur")
             counts = self._merge(changes, batch_id, app_id)
             self._write_state(changes, batch_id, app_id, num_deletes > 0)
         finally:
             release(reduced)
+            if folded is not None:
+                release(folded)
         metrics: CdcMetrics = merge_metrics(counts, num_input=num_input)
         return metrics
 

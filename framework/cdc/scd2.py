@@ -11,8 +11,10 @@ Per batch, only keys that have events in the batch are touched:
 3. versions are rebuilt with window functions: an upsert opens a new version when it follows a delete or nothing,
    or when a tracked column differs from the previous upsert; otherwise it updates the version in place.
    ``__END_AT`` is the sequence of the event that follows the version's last upsert (a delete or the next version);
-4. the rebuilt versions are diffed with the existing ones, and only new, changed or vanished versions go into one
-   Delta MERGE on (keys, ``__START_AT``) (with deletion vectors, so untouched rows are not rewritten);
+4. existing versions travel through the timeline flagged as old, so the rebuilt versions are diffed with them
+   without reading the target again; only new, changed or vanished versions (plus the batch's new tombstones) are
+   materialized once, and go into one Delta MERGE on (keys, ``__START_AT``) (with deletion vectors, so untouched
+   rows are not rewritten);
 5. the batch's new deletes are appended to ``tombstones``.
 
 Known gap: an existing version only remembers its latest values, so a late event that lands inside a version that
@@ -54,6 +56,7 @@ from framework.cdc.metrics import CdcMetrics
 ACTION = "__action"
 OLD = "__old"
 OLD_END = "__old_end"
+NEW = "__new"
 
 
 def _differs(left: Column, right: Column) -> Column:
@@ -72,6 +75,7 @@ class Scd2Applier:
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
         reduced = materialize(dedup_events(events, self.plan, self.is_masked))
+        changes: DataFrame | None = None
         try:
             num_input, num_deletes = check_contract(reduced, events, self.plan, self.ctx.name)
             new = reduced.drop(PROBLEM, COUNT)
@@ -79,18 +83,31 @@ class Scd2Applier:
             batch_keys = new.select(*keys).distinct()
             existing = self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi")
             old = self._old_events(existing, batch_keys)
+            end_type = existing.schema[END_AT].dataType
             fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
-                *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(existing.schema[END_AT].dataType).alias(OLD_END))
+                *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
+                F.lit(True).alias(NEW))
             timeline = old.unionByName(fresh)
             if self.is_masked:
                 timeline = self._fill(timeline)
-            counts = self._merge(self._changes(timeline), batch_id, app_id)
+            # the MERGE source and the new tombstones, computed once (the target is scanned once per batch)
+            if self.plan.tracked == self.plan.values:
+                changes = materialize(self._changes_single_pass(timeline))
+            else:
+                tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
+                    *keys, *[F.lit(None).cast(existing.schema[c].dataType).alias(c) for c in self.plan.values],
+                    F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
+                    F.lit("tombstone").alias(ACTION))
+                changes = materialize(self._changes(timeline).unionByName(tombstones))
+            counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
             if num_deletes:
-                deletes = fresh.filter(F.col(OP) == DELETE).select(*keys, SEQ)
+                deletes = changes.filter(F.col(ACTION) == "tombstone").select(*keys, F.col(START_AT).alias(SEQ))
                 self.ctx.ensure_table(self.tombstones_path, deletes)
                 self.ctx.writer.append(deletes, self.tombstones_path, f"{app_id}/tombstones", batch_id)
         finally:
             release(reduced)
+            if changes is not None:
+                release(changes)
         metrics: CdcMetrics = merge_metrics(counts, num_deleted=num_deletes, num_input=num_input)
         return metrics
 
@@ -99,7 +116,8 @@ class Scd2Applier:
         keys = list(self.plan.keys)
         sets = [F.lit(True).alias(set_flag(i)) for i in range(len(self.plan.values))] if self.is_masked else []
         versions = existing.select(*keys, F.col(START_AT).alias(SEQ), F.lit(UPSERT).cast("tinyint").alias(OP),
-                                   *self.plan.values, *sets, F.lit(True).alias(OLD), F.col(END_AT).alias(OLD_END))
+                                   *self.plan.values, *sets, F.lit(True).alias(OLD), F.col(END_AT).alias(OLD_END),
+                                   F.lit(False).alias(NEW))
         tombstones = self.ctx.read_or_none(self.tombstones_path)
         if tombstones is None:
             return versions
@@ -107,7 +125,7 @@ class Scd2Applier:
         deletes = tombstones.join(batch_keys, keys, "left_semi").select(
             *keys, SEQ, F.lit(DELETE).cast("tinyint").alias(OP),
             *[F.lit(None).cast(value_types[c]).alias(c) for c in self.plan.values], *sets,
-            F.lit(False).alias(OLD), F.lit(None).cast(value_types[END_AT]).alias(OLD_END))
+            F.lit(False).alias(OLD), F.lit(None).cast(value_types[END_AT]).alias(OLD_END), F.lit(False).alias(NEW))
         return versions.unionByName(deletes)
 
     def _fill(self, timeline: DataFrame) -> DataFrame:
@@ -121,6 +139,31 @@ class Scd2Applier:
             chosen = F.when((F.col(OP) == UPSERT) & F.col(set_flag(i)), F.struct(F.col(name).alias("v")))
             timeline = timeline.withColumn(name, F.last(chosen, ignorenulls=True).over(segment).getField("v"))
         return timeline.drop("__segment", *[set_flag(i) for i in range(len(self.plan.values))])
+
+    def _changes_single_pass(self, timeline: DataFrame) -> DataFrame:
+        """Every column tracked: a version's values are its first upsert's, so one window pass suffices.
+
+        A version ends at the next boundary (a delete or an upsert that opens a version). The rows kept are the
+        openers (insert when new, update when their end moved), old upserts that no longer open a version
+        (delete), and the batch's new deletes (tombstone).
+        """
+        keys = list(self.plan.keys)
+        ordered = Window.partitionBy(*keys).orderBy(SEQ)
+        tracked = F.struct(*[F.col(c) for c in self.plan.tracked]) if self.plan.tracked else F.lit(0)
+        previous_op = F.lag(OP).over(ordered)
+        opens = (F.col(OP) == UPSERT) & (previous_op.isNull() | (previous_op == DELETE)
+                                         | _differs(F.lag(tracked).over(ordered), tracked))
+        partition = ", ".join(f"`{k}`" for k in keys)
+        next_boundary = F.expr(f"lead(__boundary) IGNORE NULLS OVER (PARTITION BY {partition} ORDER BY {SEQ})")
+        marked = (timeline.withColumn("__opens", opens)
+                  .withColumn("__boundary", F.when((F.col(OP) == DELETE) | F.col("__opens"), F.col(SEQ)))
+                  .withColumn(END_AT, next_boundary))
+        action = (F.when(F.col("__opens") & ~F.col(OLD), F.lit("insert"))
+                  .when(F.col("__opens") & _differs(F.col(END_AT), F.col(OLD_END)), F.lit("update"))
+                  .when(F.col(OLD) & (F.col(OP) == UPSERT) & ~F.col("__opens"), F.lit("delete"))
+                  .when(F.col(NEW) & (F.col(OP) == DELETE), F.lit("tombstone")))
+        return (marked.withColumn(ACTION, action).filter(F.col(ACTION).isNotNull())
+                .select(*keys, *self.plan.values, F.col(SEQ).alias(START_AT), END_AT, ACTION))
 
     def _changes(self, timeline: DataFrame) -> DataFrame:
         """Rebuild the versions of the timeline's keys and keep only new, changed and vanished ones.

@@ -3,8 +3,8 @@
 Idempotency: every write of a batch carries Delta's ``txnAppId``/``txnVersion`` (session confs for MERGE/DELETE,
 writer options for appends). Each table of a batch gets its own app id (``<app_id>`` for the target,
 ``<app_id>/<table>`` for state tables), so a replayed batch skips exactly the writes that were already committed.
-The confs are set on a private child session (``SparkSession.newSession()``), so concurrent flows that share the
-caller's session never see them.
+The confs are set on a child session (``SparkSession.newSession()``) private to the calling thread, so concurrent
+flows that share the caller's session never see them.
 """
 
 from __future__ import annotations
@@ -47,25 +47,47 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(local_path(path), ignore_errors=True)
 
 
+_child_sessions = threading.local()
+
+
+def writer_session(spark: SparkSession) -> SparkSession:
+    """A child session of ``spark`` private to the calling thread (created once per thread and parent).
+
+    Writes of one thread run one after the other, so the txn confs set on it never leak into another write; a new
+    session per target would cost a cold analyzer and planner on every update.
+    """
+    cache: dict[int, SparkSession] = getattr(_child_sessions, "by_parent", None) or {}
+    _child_sessions.by_parent = cache
+    key = id(spark._jsparkSession)
+    session = cache.get(key)
+    if session is None:
+        session = cache[key] = spark.newSession()
+        # The engine materializes every MERGE source itself, so Delta need not copy it again.
+        session.conf.set("spark.databricks.delta.merge.materializeSource", "none")
+    return session
+
+
 class TxnWriter:
-    """Runs Delta writes idempotently under (app id, version) in a private child session."""
+    """Runs Delta writes idempotently under (app id, version) in the thread's private child session."""
 
     def __init__(self, spark: SparkSession) -> None:
-        self._lock = threading.Lock()
-        self.session = spark.newSession()
-        # The MERGE source is reduced and persisted by the engine, so Delta need not copy it again.
-        self.session.conf.set("spark.databricks.delta.merge.materializeSource", "none")
+        self.parent = spark
+
+    @property
+    def session(self) -> SparkSession:
+        """The child session the writes run in."""
+        return writer_session(self.parent)
 
     def run(self, app_id: str, version: int, action: Any) -> Any:
         """Call ``action(session)`` with the txn confs set; Delta skips the write if already committed."""
-        with self._lock:
-            self.session.conf.set(TXN_APP_ID, app_id)
-            self.session.conf.set(TXN_VERSION, str(version))
-            try:
-                return action(self.session)
-            finally:
-                self.session.conf.unset(TXN_APP_ID)
-                self.session.conf.unset(TXN_VERSION)
+        session = self.session
+        session.conf.set(TXN_APP_ID, app_id)
+        session.conf.set(TXN_VERSION, str(version))
+        try:
+            return action(session)
+        finally:
+            session.conf.unset(TXN_APP_ID)
+            session.conf.unset(TXN_VERSION)
 
     @staticmethod
     def append(df: DataFrame, path: str, app_id: str, version: int) -> None:
@@ -79,11 +101,6 @@ def _snapshot(spark: SparkSession, path: str) -> Any:
     assert jvm is not None
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
     return log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
-
-
-def table_version(spark: SparkSession, path: str) -> int:
-    """The latest version of the Delta table at ``path`` (from the log, no data read)."""
-    return int(_snapshot(spark, path).version())
 
 
 def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
