@@ -19,7 +19,7 @@ from framework.autoloader.options import CloudFilesOptions
 PATH = "__cf_path"
 RAW = "__cf_raw"
 MAP = "__cf_map"
-KEYS = "__cf_keys"
+KEYS = "__cf_rescue_keys"
 VALS = "__cf_vals"
 CORRUPT = "__cf_corrupt"
 FILE_PATH_KEY = "_file_path"
@@ -94,13 +94,13 @@ def known_names(plan: Plan) -> list[str]:
 
 def guarded(plan: Plan, unknown: Column, value: Column) -> Column:
     """``value``, or raise UNKNOWN_FIELD_EXCEPTION when ``unknown`` (names not in the schema, exact case) holds a
-    name that is not just a case variant of a schema column. Lambdas only run on the failing path."""
+    name that is not just a case variant of a schema column. The message lists every name of ``unknown``.
+    Lambda-free, so the projection keeps whole-stage code generation."""
     if plan.guard is None:
         return value
     known_lower = sorted({n.lower() for n in known_names(plan)})
     is_new = F.size(F.array_except(_lower_all(unknown), _str_array(known_lower))) > 0
-    new_keys = F.filter(unknown, lambda k: ~F.lower(k).isin(known_lower) if known_lower else F.lit(True))
-    return F.when((F.size(unknown) > 0) & is_new, F.raise_error(_guard_message(plan, new_keys))).otherwise(value)
+    return F.when((F.size(unknown) > 0) & is_new, F.raise_error(_guard_message(plan, unknown))).otherwise(value)
 
 
 def _mismatch(raw: Column, typed: Column, field: StructField) -> Column:
@@ -136,32 +136,69 @@ def partition_values(plan: Plan) -> list[Column]:
 
 
 def project_map(df: DataFrame, plan: Plan) -> DataFrame:
-    """From columns (PATH, RAW, MAP) to the output columns in one projection. MAP is NULL for a corrupt record.
+    """From columns (PATH, RAW, MAP) to the output columns. MAP is NULL for a corrupt record.
 
-    The new-column guard wraps MAP itself, so every output column depends on it (it cannot be pruned away);
-    the look-ups, casts and the rescued-data test are lambda-free, and the lambda that picks the rescued values
-    only runs for the rare rows that have some.
+    The common row (every key known, every value converts) costs one look-up and one cast per column and a few
+    boolean tests: a row may hold an unknown key only if MAP has more entries than known keys with a value, and
+    only such rows (or rows with a value that did not convert) compute the exact unknown names, the guard and the
+    rescued JSON. Each stage is its own projection so that look-ups and casts are evaluated once per row.
+    The new-column guard is folded into every output column, so pruning columns cannot skip it.
     """
     m = F.col(MAP)
     if not plan.case_sensitive:
-        m = F.transform_keys(m, lambda k, _v: F.lower(k))
+        df = df.select(PATH, RAW, F.transform_keys(m, lambda k, _v: F.lower(k)).alias(MAP))
     names = [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
+    raw_cols = [f"__cf_r{i}" for i in range(len(names))]
+    typed_cols = [f"__cf_t{i}" for i in range(len(names))]
+    df = df.select(PATH, RAW, MAP, *[m[n].alias(c) for n, c in zip(names, raw_cols, strict=True)])
+    raws = {f.name: F.col(c) for f, c in zip(plan.data.fields, raw_cols, strict=True)}
+    df = df.select("*", *[typed_value(raws[f.name], f).alias(c)
+                          for f, c in zip(plan.data.fields, typed_cols, strict=True)])
+    typed = {f.name: F.col(c) for f, c in zip(plan.data.fields, typed_cols, strict=True)}
+    present: Column = F.lit(0)
+    for c in raw_cols:
+        present = present + F.col(c).isNotNull().cast("int")
+    # False positives (a known key with a JSON null) only send the row down the exact path.
+    maybe_unknown = m.isNotNull() & (F.size(m) > present)
     unknown = F.array_except(F.map_keys(m), _str_array(names))
-    df = df.select(PATH, RAW, guarded(plan, unknown, m).alias(MAP))
-    m = F.col(MAP)
-    raws = {f.name: m[n] for f, n in zip(plan.data.fields, names, strict=True)}
-    typed = {f.name: typed_value(raws[f.name], f) for f in plan.data.fields}
-    out = [typed[f.name].alias(f.name) for f in plan.data.fields] + partition_values(plan)
+    mismatch = _any_mismatch(plan, raws, typed)
+    flags = [maybe_unknown.alias("__cf_mu")]
+    if mismatch is not None:
+        flags.append(mismatch.alias("__cf_mm_any"))
+    if plan.guard is not None:
+        flags.append(F.when(maybe_unknown, guarded(plan, unknown, F.lit(False))).otherwise(F.lit(False))
+                     .alias("__cf_guard"))
+    df = df.select("*", *flags)
+
+    def output(value: Column) -> Column:
+        return F.when(F.col("__cf_guard"), F.lit(None)).otherwise(value) if plan.guard is not None else value
+
+    out = [output(typed[f.name]).alias(f.name) for f in plan.data.fields] + partition_values(plan)
     if not plan.rescued_column:
         return df.select(*out)
     mism = _mismatched_names(plan, raws, typed)
-    unknown = F.array_except(F.map_keys(m), _str_array(names))
-    keys = F.concat(unknown, mism) if mism is not None else unknown
-    picked = F.map_filter(m, lambda k, _v: F.array_contains(keys, k))
+    keys = (F.when(F.col("__cf_mu"), unknown).otherwise(_str_array([])))
+    if mism is not None:
+        keys = F.concat(keys, mism)
+    picked = F.map_filter(m, lambda k, _v: F.array_contains(F.col("__cf_rescue_keys"), k))
+    suspicious = F.col("__cf_mu") | F.col("__cf_mm_any") if mismatch is not None else F.col("__cf_mu")
+    df = df.select("*", F.when(suspicious, keys).alias("__cf_rescue_keys"))
     rescued = (F.when(m.isNull(), _corrupt_json())
-               .when(F.size(keys) > 0,
+               .when(F.size(F.col("__cf_rescue_keys")) > 0,
                      F.to_json(F.map_concat(picked, F.create_map(F.lit(FILE_PATH_KEY), F.col(PATH))))))
     return df.select(*out, rescued.alias(plan.rescued_column))
+
+
+def _any_mismatch(plan: Plan, raws: dict[str, Column], typed: dict[str, Column]) -> Column | None:
+    """True when some non-string value is present but did not convert."""
+    checks = [_mismatch(raws[f.name], typed[f.name], f) for f in plan.data.fields
+              if not isinstance(f.dataType, StringType)]
+    if not checks:
+        return None
+    result = checks[0]
+    for check in checks[1:]:
+        result = result | check
+    return result
 
 
 def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> DataFrame:
