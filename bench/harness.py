@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 
@@ -56,9 +57,18 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def alternate(name: str, framework: Callable[[int], object], baseline: Callable[[int], object],
-              runs: int = 3, setup: Callable[[int], object] | None = None) -> Comparison:
-    """Run ``setup(i)`` then ``framework(i)`` / ``baseline(i)`` alternately (order flipped every run)."""
+              runs: int = 3, setup: Callable[[int], object] | None = None, warmup: bool = False) -> Comparison:
+    """Run ``setup(i)`` then ``framework(i)`` / ``baseline(i)`` alternately (order flipped every run).
+
+    With ``warmup``, each side first runs once untimed with ``i = -1`` (JIT and caches warm for both).
+    """
     result = Comparison(name)
+    if warmup:
+        for label, fn in (("framework", framework), ("baseline", baseline)):
+            if setup is not None:
+                setup(-1)
+            elapsed = timed(partial(fn, -1))
+            print(f"  warm-up {label}: {elapsed:.2f}s (not counted)", file=sys.stderr, flush=True)
     for i in range(runs):
         order = [("framework", framework), ("baseline", baseline)]
         if i % 2:
@@ -66,7 +76,7 @@ def alternate(name: str, framework: Callable[[int], object], baseline: Callable[
         for label, fn in order:
             if setup is not None:
                 setup(i)
-            elapsed = timed(lambda fn=fn, i=i: fn(i))
+            elapsed = timed(partial(fn, i))
             (result.framework_s if label == "framework" else result.baseline_s).append(elapsed)
             print(f"  run {i + 1}/{runs} {label}: {elapsed:.2f}s", file=sys.stderr, flush=True)
     return result

@@ -152,18 +152,18 @@ def reduce_to_winners(events: DataFrame, plan: ColumnPlan) -> DataFrame:
     hash among the events that share it, inside the same aggregation (one shuffle).
     """
     payload = payload_columns(plan, False)
-    order = F.struct(F.col(SEQ).alias("s"), F.col(HASH).alias("h"))
+    # the winner: highest sequence, then highest content hash; its payload rides along in the same struct
+    winner = F.struct(F.col(SEQ).alias("s"), F.col(HASH).alias("h"), *payload)
     reduced = events.filter(F.col(OP) != TRUNCATE).groupBy(*plan.keys).agg(
-        F.max(order).alias("__w"),
+        F.max(winner).alias("__w"),
         F.max(F.struct(F.col(SEQ).alias("s"), F.bitwise_not(F.col(HASH)).alias("h"))).alias("__w2"),
-        F.max_by(F.struct(*payload), order).alias("__row"),
         F.count_if(F.col(SEQ).isNull()).alias("__nullseq"),
         F.count(F.lit(1)).alias(COUNT),
     )
     problem = (F.when(_key_null(plan.keys), F.lit("null_key"))
                .when(F.col("__nullseq") > 0, F.lit("null_sequence"))
                .when(F.col("__w.h") != F.bitwise_not(F.col("__w2.h")), F.lit("duplicate")))
-    return reduced.select(*plan.keys, F.col("__w.s").alias(SEQ), *[F.col(f"__row.{c}").alias(c) for c in payload],
+    return reduced.select(*plan.keys, F.col("__w.s").alias(SEQ), *[F.col(f"__w.{c}").alias(c) for c in payload],
                           problem.alias(PROBLEM), COUNT)
 
 
