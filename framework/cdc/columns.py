@@ -134,37 +134,13 @@ def plan_columns(spec: Any, source_columns: Sequence[str], target: str,
     key_set = {k.lower() for k in keys}
     values = tuple(c for c in chosen if c.lower() not in key_set and c not in SCD2_COLUMNS)
 
-    tracked = values
-    th_list = column_names(getattr(spec, "track_history_column_list", None), "track_history_column_list", target)
-    th_except = column_names(getattr(spec, "track_history_except_column_list", None),
-                             "track_history_except_column_list", target)
-    if th_list is not None and th_except is not None:
-        raise CdcError(f"APPLY CHANGES into '{target}': give track_history_column_list or "
-                       "track_history_except_column_list, not both.")
-    if th_list is not None:
-        wanted = {c.lower() for c in _resolve(th_list, values, "track_history_column_list", target)}
-        tracked = tuple(c for c in values if c.lower() in wanted)
-    elif th_except is not None:
-        unwanted = {c.lower() for c in _resolve(th_except, values, "track_history_except_column_list", target)}
-        tracked = tuple(c for c in values if c.lower() not in unwanted)
-
-    ignore_nulls: tuple[str, ...] = ()
-    in_list = column_names(getattr(spec, "ignore_null_updates_column_list", None),
-                           "ignore_null_updates_column_list", target)
-    in_except = column_names(getattr(spec, "ignore_null_updates_except_column_list", None),
-                             "ignore_null_updates_except_column_list", target)
-    if in_list is not None and in_except is not None:
-        raise CdcError(f"APPLY CHANGES into '{target}': give ignore_null_updates_column_list or "
-                       "ignore_null_updates_except_column_list, not both.")
-    if in_list is not None:
-        wanted = {c.lower() for c in _resolve(in_list, values, "ignore_null_updates_column_list", target)}
-        ignore_nulls = tuple(c for c in values if c.lower() in wanted)
-    elif in_except is not None:
-        unwanted = {c.lower() for c in _resolve(in_except, values, "ignore_null_updates_except_column_list",
-                                                target)}
-        ignore_nulls = tuple(c for c in values if c.lower() not in unwanted)
-    elif getattr(spec, "ignore_null_updates", False):
-        ignore_nulls = values
+    tracked = _subset(spec, values, "track_history_column_list", "track_history_except_column_list", target)
+    if tracked is None:
+        tracked = values
+    ignore_nulls = _subset(spec, values, "ignore_null_updates_column_list", "ignore_null_updates_except_column_list",
+                           target)
+    if ignore_nulls is None:
+        ignore_nulls = values if getattr(spec, "ignore_null_updates", False) else ()
 
     inline = None
     seq = getattr(spec, "sequence_by", None)
@@ -172,3 +148,24 @@ def plan_columns(spec: Any, source_columns: Sequence[str], target: str,
     if seq_name is not None:
         inline = _find(seq_name, values)
     return ColumnPlan(keys, values, tracked, ignore_nulls, inline)
+
+
+def _subset(spec: Any, values: tuple[str, ...], list_arg: str, except_arg: str,
+            target: str) -> tuple[str, ...] | None:
+    """The value columns a ``<list_arg>`` / ``<except_arg>`` pair selects (in ``values`` order), or None if neither
+    is given.
+
+    Raises:
+        CdcError: both are given, or they name unknown columns.
+    """
+    chosen = column_names(getattr(spec, list_arg, None), list_arg, target)
+    excluded = column_names(getattr(spec, except_arg, None), except_arg, target)
+    if chosen is not None and excluded is not None:
+        raise CdcError(f"APPLY CHANGES into '{target}': give {list_arg} or {except_arg}, not both.")
+    if chosen is not None:
+        wanted = {c.lower() for c in _resolve(chosen, values, list_arg, target)}
+        return tuple(c for c in values if c.lower() in wanted)
+    if excluded is not None:
+        unwanted = {c.lower() for c in _resolve(excluded, values, except_arg, target)}
+        return tuple(c for c in values if c.lower() not in unwanted)
+    return None

@@ -24,7 +24,6 @@ from pyspark.sql.types import StructField, StructType
 
 from framework.cdc.columns import END_AT, START_AT, ColumnPlan, plan_columns
 from framework.cdc.context import (
-    TargetContext,
     key_join,
     materialize,
     merge_counts,
@@ -34,7 +33,6 @@ from framework.cdc.context import (
 )
 from framework.cdc.metrics import CdcMetrics
 from framework.cdc.storage import (
-    TxnWriter,
     create_table,
     delta_exists,
     last_txn_version,
@@ -42,7 +40,7 @@ from framework.cdc.storage import (
     remove_tree,
     write_metadata,
 )
-from framework.cdc.target import check_metadata, describe_spec, parse_schema
+from framework.cdc.target import CdcTargetBase, check_metadata, describe_spec
 from framework.declarations import ApplyChangesFromSnapshot
 from framework.errors import CdcError
 
@@ -84,7 +82,7 @@ def _differs(left: Column, right: Column) -> Column:
     return ~left.eqNullSafe(right)
 
 
-class SnapshotTarget:
+class SnapshotTarget(CdcTargetBase):
     """A target maintained from successive full snapshots, SCD type 1 or 2.
 
     Args:
@@ -101,13 +99,8 @@ class SnapshotTarget:
         if spec.stored_as_scd_type not in (1, 2):
             raise CdcError(f"APPLY CHANGES FROM SNAPSHOT into '{target_name}': stored_as_scd_type must be 1 or "
                            f"2, got {spec.stored_as_scd_type!r}.")
-        self.spark = spark
         self.spec = spec
-        self.name = target_name
-        self.target_path = target_path
-        self.state_path = state_path
-        self.schema = parse_schema(spark, target_schema)
-        self._ctx = TargetContext(spark, target_name, target_path, state_path, TxnWriter(spark))
+        super().__init__(spark, target_name, target_path, state_path, target_schema)
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -55,7 +55,20 @@ def check_metadata(name: str, state_path: str, wanted: dict[str, Any]) -> None:
         )
 
 
-class ApplyChangesTarget:
+class CdcTargetBase:
+    """What every CDC target holds: session, name, paths, declared schema and its write context."""
+
+    def __init__(self, spark: SparkSession, target_name: str, target_path: str, state_path: str,
+                 target_schema: Any) -> None:
+        self.spark = spark
+        self.name = target_name
+        self.target_path = target_path
+        self.state_path = state_path
+        self.schema = parse_schema(spark, target_schema)
+        self._ctx = TargetContext(spark, target_name, target_path, state_path, TxnWriter(spark))
+
+
+class ApplyChangesTarget(CdcTargetBase):
     """An APPLY CHANGES (AUTO CDC) target kept as a Delta table, SCD type 1 or 2.
 
     Args:
@@ -83,13 +96,8 @@ class ApplyChangesTarget:
                                              or spec.track_history_except_column_list is not None):
             raise CdcError(f"APPLY CHANGES into '{target_name}': track_history_column_list / "
                            "track_history_except_column_list need stored_as_scd_type=2.")
-        self.spark = spark
         self.spec = spec
-        self.name = target_name
-        self.target_path = target_path
-        self.state_path = state_path
-        self.schema = parse_schema(spark, target_schema)
-        self._ctx = TargetContext(spark, target_name, target_path, state_path, TxnWriter(spark))
+        super().__init__(spark, target_name, target_path, state_path, target_schema)
 
     @property
     def metadata(self) -> dict[str, Any]:
