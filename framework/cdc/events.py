@@ -23,12 +23,13 @@ counts as not TRUE).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from framework.cdc.columns import ColumnPlan, column_text, simple_name
+from framework.cdc.context import materialize, release
 from framework.errors import CdcError
 
 SEQ = "__seq"
@@ -180,27 +181,42 @@ def dedup_events(events: DataFrame, plan: ColumnPlan, is_masked: bool) -> DataFr
                           problem.alias(PROBLEM), COUNT)
 
 
-def check_contract(reduced: DataFrame, events: DataFrame, plan: ColumnPlan, target: str) -> tuple[int, int]:
-    """Raise ``CdcError`` for the first contract violation flagged in ``reduced``; else return the event count.
+def materialize_checked(reduced: DataFrame, events: DataFrame, plan: ColumnPlan,
+                        target: str) -> tuple[DataFrame, int, int]:
+    """Materialize ``reduced`` and enforce the input contract on it in the same Spark job.
 
-    One small Spark job over ``reduced`` (which the caller persists); the offending row is looked up in
-    ``events`` only when there is a violation.
+    The event counts and the first flagged row are collected by an ``Observation`` while the rows are
+    materialized, so the check costs no job of its own; the offending row is looked up in ``events`` only when
+    there is a violation (and the materialized rows are then freed).
 
     Args:
-        reduced: output of ``reduce_to_winners`` or ``dedup_events``.
+        reduced: output of ``reduce_to_winners`` or ``dedup_events`` (possibly joined with state, row for row).
         events: the prepared events, used only to quote an offending row in the message.
         plan: the column plan.
         target: target dataset name.
 
     Returns:
-        The number of upsert and delete events in the batch (after ``where``), and of distinct delete events.
+        The materialized rows, the number of upsert and delete events in the batch (after ``where``), and the
+        number of distinct delete events.
+
+    Raises:
+        CdcError: a NULL key, a NULL sequence or conflicting events at the same key and sequence.
     """
+    observation = Observation()
     flagged = F.when(F.col(PROBLEM).isNotNull(), F.struct(*plan.keys, SEQ, PROBLEM))
-    summary = reduced.agg(F.sum(COUNT).alias("n"), F.count_if(F.col(OP) == DELETE).alias("d"),
-                          F.first(flagged, ignorenulls=True).alias("bad")).collect()[0]
+    done = materialize(reduced.observe(
+        observation, F.sum(COUNT).alias("n"), F.count_if(F.col(OP) == DELETE).alias("d"),
+        F.first(flagged, ignorenulls=True).alias("bad")))
+    summary = observation.get
     if summary["bad"] is None:
-        return int(summary["n"] or 0), int(summary["d"] or 0)
-    row = summary["bad"].asDict()
+        return done, int(summary["n"] or 0), int(summary["d"] or 0)
+    release(done)
+    raise_violation(summary["bad"], events, plan, target)
+
+
+def raise_violation(bad: Any, events: DataFrame, plan: ColumnPlan, target: str) -> NoReturn:
+    """Raise the ``CdcError`` for a flagged row (a ``Row`` of keys, ``__seq`` and ``__problem``)."""
+    row = bad.asDict()
     problem = row.pop(PROBLEM)
     seq = row.pop(SEQ)
     shown = [c for c in events.columns if c != HASH and not c.startswith("__set_")]

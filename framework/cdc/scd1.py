@@ -41,8 +41,8 @@ from framework.cdc.events import (
     SEQ,
     TRUNCATE,
     UPSERT,
-    check_contract,
     dedup_events,
+    materialize_checked,
     reduce_to_winners,
     set_flag,
 )
@@ -162,13 +162,13 @@ class Scd1Applier:
         if self.truncates:
             events = self._apply_truncates(events, batch_id, app_id)
         if self.is_masked:
-            reduced = materialize(dedup_events(events, self.plan, True))
+            winners = dedup_events(events, self.plan, True)
         else:
             # the state lookup is joined before materializing, so the MERGE source is a plain scan
-            reduced = materialize(self._with_state(reduce_to_winners(events, self.plan), self._tombstone_floor()))
+            winners = self._with_state(reduce_to_winners(events, self.plan), self._tombstone_floor())
+        reduced, num_input, num_deletes = materialize_checked(winners, events, self.plan, self.ctx.name)
         folded = None
         try:
-            num_input, num_deletes = check_contract(reduced, events, self.plan, self.ctx.name)
             clean = reduced.drop(PROBLEM, COUNT)
             if self.is_masked:
                 # the fold reads the target, which the MERGE changes: compute it once for MERGE and state

@@ -47,8 +47,8 @@ from framework.cdc.events import (
     PROBLEM,
     SEQ,
     UPSERT,
-    check_contract,
     dedup_events,
+    materialize_checked,
     set_flag,
 )
 from framework.cdc.metrics import CdcMetrics
@@ -74,10 +74,10 @@ class Scd2Applier:
 
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
-        reduced = materialize(dedup_events(events, self.plan, self.is_masked))
+        reduced, num_input, num_deletes = materialize_checked(
+            dedup_events(events, self.plan, self.is_masked), events, self.plan, self.ctx.name)
         changes: DataFrame | None = None
         try:
-            num_input, num_deletes = check_contract(reduced, events, self.plan, self.ctx.name)
             new = reduced.drop(PROBLEM, COUNT)
             keys = list(self.plan.keys)
             batch_keys = new.select(*keys).distinct()
