@@ -76,7 +76,9 @@ def spark_conf() -> dict[str, str]:
     return conf
 
 
-def write_sdp_project(project: Path, landing: Path, storage: Path, warehouse: Path) -> Path:
+def write_sdp_project(project: Path, landing: Path, storage: Path, warehouse: Path,
+                      pipeline_file: Path = PIPELINE_FILE, name: str = "bench_peer",
+                      configuration: dict[str, str] | None = None) -> Path:
     """The SDP project folder: the pipeline file, ``spark-pipeline.yml`` and ``conf/spark-defaults.conf``.
 
     Static settings (``spark.jars``, the Delta extension and catalog, ...) cannot go in the spec's
@@ -85,23 +87,24 @@ def write_sdp_project(project: Path, landing: Path, storage: Path, warehouse: Pa
     does not see them): they go in a ``spark-defaults.conf`` found through ``SPARK_CONF_DIR``.
     """
     (project / "transformations").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(PIPELINE_FILE, project / "transformations" / PIPELINE_FILE.name)
+    shutil.copyfile(pipeline_file, project / "transformations" / pipeline_file.name)
     conf = {**spark_conf(), "spark.sql.warehouse.dir": str(warehouse), "spark.sql.sources.default": "delta"}
     for key in ("spark.app.name", "spark.master"):  # the CLI sets --remote; a master next to it is refused
         conf.pop(key, None)
     (project / "conf").mkdir(exist_ok=True)
     (project / "conf" / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in conf.items()))
-    spec = {"name": "bench_peer", "storage": storage.as_uri(),
+    spec = {"name": name, "storage": storage.as_uri(),
             "libraries": [{"glob": {"include": "transformations/**"}}],
-            "configuration": {"bench.landing": str(landing)}}
+            "configuration": {"bench.landing": str(landing), **(configuration or {})}}
     path = project / "spark-pipeline.yml"
     path.write_text(yaml.safe_dump(spec))
     return path
 
 
-def write_framework_spec(folder: Path, landing: Path) -> Path:
-    spec = {"name": "bench_peer", "root": str(REPO), "schema": "bench_peer",
-            "libraries": [{"glob": {"include": "bench/runner_pipelines/peer/**"}}],
+def write_framework_spec(folder: Path, landing: Path, pipeline_dir: Path = PIPELINE_FILE.parent,
+                         name: str = "bench_peer") -> Path:
+    spec = {"name": name, "root": str(REPO), "schema": name,
+            "libraries": [{"glob": {"include": f"{pipeline_dir.relative_to(REPO).as_posix()}/**"}}],
             "configuration": {"bench.landing": str(landing)}}
     path = folder / "framework-pipeline.yml"
     path.write_text(yaml.safe_dump(spec))

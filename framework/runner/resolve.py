@@ -210,7 +210,11 @@ def call_query_function(flow: Flow) -> DataFrame:
 
 def cdc_output_stand_in(spark: SparkSession, source: DataFrame, flow: Flow) -> DataFrame:
     """An empty batch DataFrame shaped like an APPLY CHANGES target (for downstream resolution)."""
+    from pyspark.sql import Column
     from pyspark.sql import functions as F
+
+    from framework.cdc.columns import simple_name
+    from framework.cdc.events import sequence_column
 
     spec = flow.cdc or flow.snapshot_cdc
     assert spec is not None
@@ -218,15 +222,17 @@ def cdc_output_stand_in(spark: SparkSession, source: DataFrame, flow: Flow) -> D
     column_list = getattr(spec, "column_list", None)
     except_list = getattr(spec, "except_column_list", None)
     if column_list:
-        columns = [str(c) for c in column_list]
+        columns = [simple_name(c) or str(c) for c in column_list]
     elif except_list:
-        drop = {str(c) for c in except_list}
-        columns = [c for c in columns if c not in drop]
-    df = source.select(*columns)
+        drop = {(simple_name(c) or str(c)).lower() for c in except_list}
+        columns = [c for c in columns if c.lower() not in drop]
+    extra: list[Column] = []
     if spec.stored_as_scd_type == 2:
+        # computed on the source: the sequence column is usually excluded from the target's columns
         seq = getattr(spec, "sequence_by", None)
-        seq_col = F.col(seq) if isinstance(seq, str) else (seq if seq is not None else F.current_timestamp())
-        df = df.withColumn("__START_AT", seq_col).withColumn("__END_AT", seq_col)
+        seq_col = sequence_column(seq) if seq is not None else F.current_timestamp()
+        extra = [seq_col.alias("__START_AT"), seq_col.alias("__END_AT")]
+    df = source.select(*columns, *extra)
     return spark.createDataFrame([], df.schema)
 
 
