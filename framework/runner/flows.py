@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import time
@@ -27,6 +28,7 @@ from framework.runner.resolve import UpdateContext, call_query_function
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import DataType, StructType
 
     from framework.graph import PipelineGraph
 
@@ -99,6 +101,7 @@ class FlowExecutor:
 
     def run(self, result: FlowResult) -> None:
         flow = self.flow
+        activate_session(self.ctx.spark)
         if flow.kind is FlowKind.AUTO_CDC:
             self._run_cdc(result)
         elif flow.kind is FlowKind.AUTO_CDC_SNAPSHOT:
@@ -120,34 +123,96 @@ class FlowExecutor:
     def _dataset_name(self) -> str:
         return self.dataset.name if self.dataset is not None else self.flow.target
 
-    def _prepare_table(self, path: str, df: DataFrame) -> None:
-        """Create the Delta table with its declared layout on first write (cluster_by, properties)."""
-        if Path(path).exists() or self.dataset is None:
-            return
-        if self.dataset.cluster_by:
-            from delta.tables import DeltaTable
+    def _prepare_table(self, path: str, df: DataFrame) -> bool:
+        """Create the Delta table with its declared layout before the first write, so that the first commit
+        already has it (table properties such as ``delta.enableChangeDataFeed``, clustering, the declared
+        schema, the comment). Returns True when it created the table."""
+        dataset = self.dataset
+        if dataset is None or Path(path).exists() or not (
+                dataset.cluster_by or dataset.table_properties or dataset.schema is not None):
+            return False
+        from delta.tables import DeltaTable
 
-            builder = DeltaTable.createIfNotExists(self.ctx.spark).location(path).addColumns(df.schema)
-            builder = builder.clusterBy(*self.dataset.cluster_by)
-            for key, value in self._properties().items():
-                builder = builder.property(key, value)
-            builder.execute()
-
-    def _properties(self) -> dict[str, str]:
-        props = dict(self.dataset.table_properties) if self.dataset is not None else {}
-        if self.dataset is not None and self.dataset.comment:
-            props.setdefault("comment", self.dataset.comment)
-        return props
+        declared = self._declared
+        builder = DeltaTable.createIfNotExists(self.ctx.spark).location(path).addColumns(
+            declared if declared is not None else _nullable(df.schema))
+        if dataset.partition_cols:
+            builder = builder.partitionedBy(*dataset.partition_cols)
+        if dataset.cluster_by:
+            builder = builder.clusterBy(*dataset.cluster_by)
+        if dataset.comment:
+            builder = builder.comment(dataset.comment)
+        for key, value in dataset.table_properties.items():
+            builder = builder.property(key, value)
+        builder.execute()
+        return True
 
     def _apply_properties(self, path: str, created: bool) -> None:
-        if not created or self.dataset is None:
+        """A table created by its first write (nothing for _prepare_table to declare up front) gets its comment
+        afterwards."""
+        if not created or self.dataset is None or not self.dataset.comment:
             return
-        props = {k: v for k, v in self._properties().items() if not k.startswith("delta.")}
-        if self.dataset.cluster_by:
-            return
-        if props:
-            assignments = ", ".join(f"'{_sql_str(k)}' = '{_sql_str(v)}'" for k, v in props.items())
-            self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({assignments})")
+        self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
+                           f"('comment' = '{_sql_str(self.dataset.comment)}')")
+
+    def _restore_clustering(self, path: str) -> None:
+        """Open-source Delta drops a table's clustering columns when a DataFrame overwrite replaces it (a
+        materialized view's recompute): declare them again."""
+        if self.dataset is not None and self.dataset.cluster_by:
+            columns = ", ".join(f"`{c}`" for c in self.dataset.cluster_by)
+            self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY ({columns})")
+
+    @functools.cached_property
+    def _declared(self) -> StructType | None:
+        return self._declared_schema()
+
+    def _declared_schema(self) -> StructType | None:
+        """The dataset's ``schema`` (a DDL string or a StructType) as a StructType; None when not declared."""
+        schema = self.dataset.schema if self.dataset is not None else None
+        if schema is None or not isinstance(schema, str):
+            return schema
+        try:
+            return self.ctx.spark.createDataFrame([], schema).schema
+        except Exception as exc:
+            assert self.dataset is not None
+            raise PipelineError(f"dataset '{self.dataset.name}': schema {schema!r} is not a valid DDL column "
+                                f"list ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
+                                code="INVALID_SCHEMA", file=self.dataset.location.file,
+                                line=self.dataset.location.line) from None
+
+    def _conform(self, df: DataFrame) -> DataFrame:
+        """The query's output in the declared ``schema``: the declared columns in the declared order, each cast
+        to its declared type when the query's type widens safely to it (int → bigint, float → double,
+        date → timestamp). A missing or extra column, or a type that would need a lossy cast, is an error
+        (Spark's USER_SPECIFIED_AND_INFERRED_SCHEMA_NOT_COMPATIBLE): cast in the query instead."""
+        declared = self._declared
+        if declared is None:
+            return df
+        from pyspark.sql import functions as F
+
+        assert self.dataset is not None
+        by_name = {f.name.lower(): f for f in df.schema.fields}
+        declared_names = {f.name.lower() for f in declared.fields}
+        problems = [f"column '{f.name}' is declared but the query does not return it"
+                    for f in declared.fields if f.name.lower() not in by_name]
+        problems += [f"the query returns column '{f.name}', which the declared schema lacks"
+                     for f in df.schema.fields if f.name.lower() not in declared_names]
+        columns = []
+        for field_ in declared.fields:
+            source = by_name.get(field_.name.lower())
+            if source is None:
+                continue
+            if not _widens(source.dataType, field_.dataType):
+                problems.append(f"column '{field_.name}' is {source.dataType.simpleString()} in the query but "
+                                f"declared {field_.dataType.simpleString()}")
+            columns.append(F.col(f"`{source.name}`").cast(field_.dataType).alias(field_.name))
+        if problems:
+            raise PipelineError(
+                f"the output of flow '{self.flow.name}' does not match the schema declared for "
+                f"'{self.dataset.name}': {'; '.join(problems)}. Select and cast the columns in the query.",
+                code="USER_SPECIFIED_AND_INFERRED_SCHEMA_NOT_COMPATIBLE", file=self.dataset.location.file,
+                line=self.dataset.location.line)
+        return df.select(*columns)
 
     def _delta_options(self) -> dict[str, str]:
         if self.dataset is None:
@@ -156,19 +221,20 @@ class FlowExecutor:
 
     # -------------------------------------------------------------------------------------- executors
     def _run_materialized_view(self, result: FlowResult) -> None:
-        df = self._query()
+        df = self._conform(self._query())
         path = self.ctx.table_path(self.target_key)
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
-        self._prepare_table(path, out)
+        precreated = self._prepare_table(path, out)
         writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
         writer = writer.options(**self._delta_options())
         if self.dataset is not None and self.dataset.partition_cols:
             writer = writer.partitionBy(*self.dataset.partition_cols)
         _raise_violations(lambda: writer.save(path), self.flow.name, self._dataset_name())
+        self._restore_clustering(path)
         self._record(result, dict(observation.get), batches=1)
-        self._apply_properties(path, created)
+        self._apply_properties(path, created and not precreated)
 
     def _run_once(self, result: FlowResult) -> None:
         checkpoint = Path(self.ctx.checkpoint_path(self.flow))
@@ -177,7 +243,7 @@ class FlowExecutor:
             result.status = "COMPLETED"
             result.num_output_rows = 0
             return
-        df = self._query()
+        df = self._conform(self._query())
         if df.isStreaming:
             raise PipelineError(f"once flow '{self.flow.name}' must return a batch DataFrame (spark.read)",
                                 code="ONCE_FLOW_NOT_BATCH")
@@ -185,6 +251,7 @@ class FlowExecutor:
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
+        precreated = self._prepare_table(path, out)
         app_id = f"once-{generation_id(str(checkpoint))}"
         writer = (out.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", app_id).option("txnVersion", "0").options(**self._delta_options()))
@@ -194,10 +261,10 @@ class FlowExecutor:
         values = observation.get
         marker.write_text(datetime.now(UTC).isoformat())
         self._record(result, dict(values), batches=1)
-        self._apply_properties(path, created)
+        self._apply_properties(path, created and not precreated)
 
     def _run_streaming(self, result: FlowResult) -> None:
-        df = self._query()
+        df = self._conform(self._query())
         if not df.isStreaming:
             raise PipelineError(f"flow '{self.flow.name}' into streaming table '{self.flow.target}' returned a "
                                 "batch DataFrame", code="FLOW_NOT_STREAMING")
@@ -206,7 +273,7 @@ class FlowExecutor:
         name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, observation_name=name)
-        self._prepare_table(path, out)
+        precreated = self._prepare_table(path, out)
         checkpoint = self.ctx.checkpoint_path(self.flow)
 
         def start(mode: str) -> Any:
@@ -230,7 +297,7 @@ class FlowExecutor:
                     else {} for p in progresses]
         result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
         self._record(result, sum_observed(observed), batches=sum(1 for p in progresses if p.numInputRows))
-        self._apply_properties(path, created)
+        self._apply_properties(path, created and not precreated)
 
     def _run_sink(self, result: FlowResult) -> None:
         assert self.sink is not None
@@ -246,7 +313,7 @@ class FlowExecutor:
         if self.sink.format == "foreach_batch":
             handler = self.sink.handler
             assert handler is not None
-            query = writer.foreachBatch(lambda batch, batch_id: handler(batch, batch_id)).start()
+            query = writer.foreachBatch(_counted_once(handler)).start()
         elif self.sink.format == "delta":
             opts = dict(self.sink.options)
             writer = writer.format("delta")
@@ -323,6 +390,30 @@ class FlowExecutor:
         result.batches = batches
 
 
+def _counted_once(handler: Any) -> Any:
+    """Wrap a foreach_batch sink handler so that the batch is computed once however many actions the handler
+    runs on it: Spark adds up a micro-batch's input rows and observed metrics over every execution of its
+    plan, so a handler that writes and counts would otherwise report each row twice."""
+
+    def run(batch: DataFrame, batch_id: int) -> Any:
+        batch.persist()
+        try:
+            return handler(batch, batch_id)
+        finally:
+            batch.unpersist()
+
+    return run
+
+
+def activate_session(spark: Any) -> None:
+    """Make ``spark`` the JVM's active session on the calling thread. Flows run on worker threads, which have
+    none; without it ``writeStream.toTable`` of an existing Delta catalog table fails with
+    DELTA_INVALID_V1_TABLE_CALL (the table resolves as a path-based DeltaTableV2)."""
+    jvm, jsession = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
+    if jvm is not None and jsession is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(jsession)
+
+
 def clear_dataset(ctx: UpdateContext, key: str) -> None:
     """Full refresh of one dataset: its data, every checkpoint of flows into it, its Auto Loader schemas and
     APPLY CHANGES state. Sinks keep their data (as on Databricks); only their flows' checkpoints go."""
@@ -333,6 +424,29 @@ def clear_dataset(ctx: UpdateContext, key: str) -> None:
     for path in paths:
         if path.exists():
             shutil.rmtree(path)
+
+
+def _nullable(schema: StructType) -> StructType:
+    """A query's schema as a new table's columns: nullable, as a table created by a DataFrame write."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+_WIDER: dict[str, tuple[str, ...]] = {
+    "tinyint": ("smallint", "int", "bigint", "float", "double"),
+    "smallint": ("int", "bigint", "float", "double"),
+    "int": ("bigint", "double"),
+    "bigint": (),
+    "float": ("double",),
+    "date": ("timestamp", "timestamp_ntz"),
+}
+
+
+def _widens(source: DataType, target: DataType) -> bool:
+    """True when ``source`` values fit ``target`` without loss (or the types are the same)."""
+    src, dst = source.simpleString(), target.simpleString()
+    return src == dst or src == "void" or dst in _WIDER.get(src, ())
 
 
 def _sql_str(value: str) -> str:
