@@ -71,11 +71,17 @@ def same_table(spark: SparkSession, a: str, b: str) -> bool:
 
 
 def compare(spark: SparkSession, batches: list[str], root: Path, scd: int, runs: int) -> Comparison:
+    def fresh(name: str) -> Path:
+        # a leftover table from an earlier invocation (--workdir) would turn the runs into idempotent no-ops
+        out = root / name
+        shutil.rmtree(out, ignore_errors=True)
+        return out
+
     def framework(i: int) -> None:
-        run_framework(spark, batches, root / f"fw{scd}_{i}", scd)
+        run_framework(spark, batches, fresh(f"fw{scd}_{i}"), scd)
 
     def baseline(i: int) -> None:
-        run_baseline(spark, batches, root / f"bl{scd}_{i}", scd)
+        run_baseline(spark, batches, fresh(f"bl{scd}_{i}"), scd)
 
     result = alternate(f"scd{scd}", framework, baseline, runs=runs, warmup=True)
     shutil.rmtree(root / f"fw{scd}_-1", ignore_errors=True)

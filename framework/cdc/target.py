@@ -98,6 +98,8 @@ class ApplyChangesTarget(CdcTargetBase):
                            "track_history_except_column_list need stored_as_scd_type=2.")
         self.spec = spec
         super().__init__(spark, target_name, target_path, state_path, target_schema)
+        # column plans by (source columns, target exists): only this object writes the target while it lives
+        self._plans: dict[tuple[tuple[str, ...], bool], ColumnPlan] = {}
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -116,6 +118,7 @@ class ApplyChangesTarget(CdcTargetBase):
         """Full refresh: delete the target's data and all hidden state. Use a new ``app_id`` afterwards."""
         remove_tree(self.target_path)
         remove_tree(self.state_path)
+        self._plans.clear()
 
     def apply_batch(self, batch_df: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of change events (a ``foreachBatch`` micro-batch, or the whole batch of a once flow).
@@ -148,6 +151,13 @@ class ApplyChangesTarget(CdcTargetBase):
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def _plan(self, batch_df: DataFrame) -> ColumnPlan:
+        key = (tuple(batch_df.columns), delta_exists(self.spark, self.target_path))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._new_plan(batch_df)
+        return plan
+
+    def _new_plan(self, batch_df: DataFrame) -> ColumnPlan:
         schema_columns = None
         if self.schema is not None:
             schema_columns = [f.name for f in self.schema.fields if f.name not in SCD2_COLUMNS]
