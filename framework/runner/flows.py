@@ -164,15 +164,12 @@ class FlowExecutor:
 
     @functools.cached_property
     def _declared(self) -> StructType | None:
-        return self._declared_schema()
-
-    def _declared_schema(self) -> StructType | None:
         """The dataset's ``schema`` (a DDL string or a StructType) as a StructType; None when not declared."""
+        from framework.cdc.target import parse_schema
+
         schema = self.dataset.schema if self.dataset is not None else None
-        if schema is None or not isinstance(schema, str):
-            return schema
         try:
-            return self.ctx.spark.createDataFrame([], schema).schema
+            return parse_schema(self.ctx.spark, schema)
         except Exception as exc:
             assert self.dataset is not None
             raise PipelineError(f"dataset '{self.dataset.name}': schema {schema!r} is not a valid DDL column "

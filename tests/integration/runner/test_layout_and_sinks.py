@@ -51,6 +51,16 @@ def _landing(tmp_path: Path) -> Path:
     return landing
 
 
+def _run_twice(spark: SparkSession, tmp_path: Path, filename: str, source: str) -> PipelineSpec:
+    """Write the pipeline, run an update, land one more file, run another (appends and recomputes)."""
+    landing = _landing(tmp_path)
+    spec = make_pipeline(tmp_path, {filename: source}, {"landing": str(landing)})
+    _update(spec, spark)
+    write_json_lines(landing, "b.json", ['{"id":3,"country":"DE"}'])
+    _update(spec, spark)
+    return spec
+
+
 # --------------------------------------------------------------------------------------------------- sinks
 DELTA_SINK_BY_PATH = """
 import dlt
@@ -194,11 +204,7 @@ def copy_orders():
 
 
 def test_partition_cols_on_streaming_tables_and_materialized_views(spark, tmp_path: Path) -> None:
-    landing = _landing(tmp_path)
-    spec = make_pipeline(tmp_path, {"p.py": PARTITIONED}, {"landing": str(landing)})
-    _update(spec, spark)
-    write_json_lines(landing, "b.json", ['{"id":3,"country":"DE"}'])
-    _update(spec, spark)  # appends and the recompute keep the layout
+    spec = _run_twice(spark, tmp_path, "p.py", PARTITIONED)  # appends and the recompute keep the layout
     for name in ("orders", "orders_per_country", "orders_copy"):
         path = spec.tables_dir / name
         assert _detail(spark, path).partitionColumns == ["country"], name
@@ -223,11 +229,7 @@ def countries():
 
 
 def test_cluster_by_on_streaming_table_and_materialized_view(spark, tmp_path: Path) -> None:
-    landing = _landing(tmp_path)
-    spec = make_pipeline(tmp_path, {"c.py": CLUSTERED}, {"landing": str(landing)})
-    _update(spec, spark)
-    write_json_lines(landing, "b.json", ['{"id":3,"country":"DE"}'])
-    _update(spec, spark)  # a second append and a recompute keep the clustering
+    spec = _run_twice(spark, tmp_path, "c.py", CLUSTERED)  # a second append and a recompute keep the clustering
     orders = _detail(spark, spec.tables_dir / "orders")
     assert (orders.clusteringColumns, orders.partitionColumns) == (["id"], [])
     assert orders.description == "clustered orders"
@@ -271,11 +273,7 @@ def countries():
 
 
 def test_table_properties_and_comment(spark, tmp_path: Path) -> None:
-    landing = _landing(tmp_path)
-    spec = make_pipeline(tmp_path, {"p.py": PROPERTIES}, {"landing": str(landing)})
-    _update(spec, spark)
-    write_json_lines(landing, "b.json", ['{"id":3,"country":"DE"}'])
-    _update(spec, spark)  # properties and comment survive appends and recomputes
+    spec = _run_twice(spark, tmp_path, "p.py", PROPERTIES)  # properties and comment survive appends and recomputes
     for name, comment in (("orders", "orders as they arrive"), ("countries", "one row per country")):
         path = spec.tables_dir / name
         detail = _detail(spark, path)
