@@ -8,7 +8,7 @@ PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else 1)' \
   || { echo "setup: Python 3.11+ is needed (found $("$PYTHON" --version 2>&1))" >&2; exit 1; }
-command -v java >/dev/null 2>&1 || { echo "setup: Java 17 is needed (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+command -v java >/dev/null 2>&1 || { echo "setup: Java 17 is needed (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
 
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2

@@ -1,15 +1,18 @@
-"""Fetch the Delta jars from Maven Central once into the project-local cache; later runs are offline.
+"""Fetch the Delta jars from Maven Central once into the project-local cache, and build the framework's own small
+jar from ``jvm/src``; later runs are offline.
 
 Run as ``python -m framework.runner.jars fetch``. Uses Maven (``mvn dependency:copy``) with its default
-repository; a no-op taking milliseconds when every jar is already cached.
+repository and ``javac`` against pyspark's jars; a no-op taking milliseconds when everything is in place.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from framework.errors import EnvironmentSetupError
@@ -51,6 +54,60 @@ def fetch(settings: LocalSparkSettings | None = None) -> list[Path]:
     return settings.jar_paths()
 
 
+JVM_SOURCES = Path(__file__).resolve().parents[2] / "jvm" / "src"
+
+
+def framework_jar(settings: LocalSparkSettings, sources: Path = JVM_SOURCES) -> Path | None:
+    """Where the jar built from ``sources`` lives (named by the sources' hash, so an edit means a rebuild);
+    None when the checkout has no Java sources."""
+    files = sorted(sources.rglob("*.java")) if sources.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + path.read_bytes())
+    return settings.jar_cache_dir / f"medallion-jvm-{digest.hexdigest()[:12]}.jar"
+
+
+def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Path = JVM_SOURCES) -> Path | None:
+    """Compile ``jvm/src`` against pyspark's jars into the jar cache (once per version of the sources).
+
+    Returns the jar, or None when there is nothing to build or no ``javac`` (a JRE only): the framework then
+    runs without it, on Hadoop's stock local file system (slower: it forks ``chmod`` for every file it writes).
+    """
+    settings = settings or load_local_settings()
+    jar = framework_jar(settings, sources)
+    if jar is None or jar.exists():
+        return jar
+    javac = shutil.which("javac")
+    if javac is None:
+        print("setup: no javac (a JDK is needed to build jvm/src); running without the framework's jar, on "
+              "Hadoop's slower local file system (apt-get install openjdk-17-jdk-headless to build it)",
+              file=sys.stderr)
+        return None
+    import pyspark
+
+    classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
+    with tempfile.TemporaryDirectory() as work:
+        classes = Path(work) / "classes"
+        result = subprocess.run([javac, "-nowarn", "--release", "17", "-cp", classpath, "-d", str(classes),
+                                 *[str(p) for p in sorted(sources.rglob("*.java"))]],
+                                capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise EnvironmentSetupError(f"javac could not build {sources}:\n{(result.stdout + result.stderr)[-3000:]}")
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        partial = jar.with_suffix(".jar.tmp")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+            out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: medallion setup\n\n")
+            for path in sorted(classes.rglob("*.class")):
+                out.write(path, path.relative_to(classes).as_posix())
+        partial.replace(jar)
+    for stale in jar.parent.glob("medallion-jvm-*.jar"):
+        if stale != jar:
+            stale.unlink()
+    return jar
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] != ["fetch"]:
@@ -59,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for path in fetch():
             print(path.name)
+        built = build_framework_jar()
+        if built is not None:
+            print(built.name)
     except EnvironmentSetupError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from framework.errors import RuleFileError
 from framework.runner.update import UpdateOptions, resolve_pipeline, run_update
 from tests.integration.runner.pipeline_factory import make_pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -53,3 +57,21 @@ def test_databricks_paths_are_mapped_for_readers_and_writers(spark, tmp_path: Pa
     assert result.succeeded, [f.error for f in result.flows]
     assert result.flow("ids").num_output_rows == 2
     assert len(list((tmp_path / "exports" / "ids").glob("part-*.json"))) >= 1
+
+
+def test_the_local_file_system_sets_permissions_without_forking(spark: SparkSession, tmp_path: Path) -> None:
+    """The session writes local files through the framework's file system (jvm/src), which sets permissions
+    in-process; Hadoop's own forks a ``chmod`` per file."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(f"file://{tmp_path}/f.txt")
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    assert fs.getClass().getName() == "medallion.fs.NoForkLocalFileSystem"
+    permission = jvm.org.apache.hadoop.fs.permission.FsPermission(int("640", 8))
+    stream = fs.create(path, permission, True, 4096, 1, 1 << 20, None)
+    stream.write(b"x")
+    stream.close()
+    assert (tmp_path / "f.txt").read_bytes() == b"x"
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o640
+    fs.setPermission(path, jvm.org.apache.hadoop.fs.permission.FsPermission(int("604", 8)))
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o604
