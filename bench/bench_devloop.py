@@ -151,7 +151,7 @@ def main() -> None:
               f"[P6] warm incremental updates (new batch): {', '.join(f'{t:.2f}s' for t in w['incremental'])}",
               f"[P6] warm no-op update (nothing new): {w['noop']:.2f}s",
               f"[P6] last fresh update: {w['flows']} flows, per flow {w['per_flow']}, "
-              f"sum of flow times {w['flow_sum']}s (flows run 2 at a time) in {w['wall']}s"]
+              f"sum of flow times {w['flow_sum']}s (up to 4 flows at a time) in {w['wall']}s"]
     if cold_times:
         lines.append(f"[P6] cold runs (fresh process, CLI wall time): {', '.join(f'{t:.2f}s' for t in cold_times)}"
                      f"; median {statistics.median(cold_times):.2f}s")

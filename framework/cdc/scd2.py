@@ -66,11 +66,13 @@ def _differs(left: Column, right: Column) -> Column:
 class Scd2Applier:
     """Applies batches of prepared events to an SCD 2 target."""
 
-    def __init__(self, ctx: TargetContext, plan: ColumnPlan, is_masked: bool) -> None:
+    def __init__(self, ctx: TargetContext, plan: ColumnPlan, is_masked: bool, target_is_new: bool = False) -> None:
         self.ctx = ctx
         self.plan = plan
         self.is_masked = is_masked
         self.tombstones_path = ctx.state_table("tombstones")
+        # The target was created empty for this batch (a first load): nothing to read back, nothing to match.
+        self.target_is_new = target_is_new
 
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
@@ -81,7 +83,9 @@ class Scd2Applier:
             new = reduced.drop(PROBLEM, COUNT)
             keys = list(self.plan.keys)
             batch_keys = new.select(*keys).distinct()
-            existing = self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi")
+            target = self.ctx.read(self.ctx.target_path)
+            # LIMIT 0 on a new (empty) target: Spark's optimizer then drops the joins against it altogether
+            existing = target.limit(0) if self.target_is_new else target.join(batch_keys, keys, "left_semi")
             old = self._old_events(existing, batch_keys)
             end_type = existing.schema[END_AT].dataType
             fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
@@ -99,7 +103,8 @@ class Scd2Applier:
                     F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
                     F.lit("tombstone").alias(ACTION))
                 changes = materialize(self._changes(timeline).unionByName(tombstones))
-            counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
+            rows = changes.filter(F.col(ACTION) != "tombstone")
+            counts = self._append(rows, batch_id, app_id) if self.target_is_new else self._merge(rows, batch_id, app_id)
             if num_deletes:
                 deletes = changes.filter(F.col(ACTION) == "tombstone").select(*keys, F.col(START_AT).alias(SEQ))
                 self.ctx.ensure_table(self.tombstones_path, deletes)
@@ -198,6 +203,13 @@ class Scd2Applier:
         vanished = marked.filter(F.col(OLD) & ~F.col("__opens")).select(
             *keys, *values, F.col(SEQ).alias(START_AT), F.col(OLD_END).alias(END_AT), F.lit("delete").alias(ACTION))
         return rebuilt.unionByName(vanished)
+
+    def _append(self, diff: DataFrame, batch_id: int, app_id: str) -> dict[str, Any] | None:
+        """Into a new, empty target every row is an insert: an idempotent append instead of a MERGE."""
+        inserts = diff.select(*self.plan.output, START_AT, END_AT)
+        count = inserts.count()  # the rows are materialized: no recomputation
+        self.ctx.writer.append(inserts, self.ctx.target_path, app_id, batch_id)
+        return {"num_inserted_rows": count, "num_updated_rows": 0, "num_deleted_rows": 0}
 
     def _merge(self, diff: DataFrame, batch_id: int, app_id: str) -> dict[str, Any] | None:
         columns = [*self.plan.output, START_AT, END_AT]

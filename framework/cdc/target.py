@@ -140,13 +140,13 @@ class ApplyChangesTarget(CdcTargetBase):
         self.check_compatible()
         plan = self._plan(batch_df)
         events = prepare_events(batch_df, self.spec, plan, self._casts())
-        self._ensure_target(plan, events)
+        created = self._ensure_target(plan, events)
         is_masked = masked(plan, self.spec)
         applier: Scd1Applier | Scd2Applier
         if self.spec.stored_as_scd_type == 1:
             applier = Scd1Applier(self._ctx, plan, is_masked, self.spec.apply_as_truncates is not None)
         else:
-            applier = Scd2Applier(self._ctx, plan, is_masked)
+            applier = Scd2Applier(self._ctx, plan, is_masked, target_is_new=created)
         return applier.apply(events, batch_id, app_id)
 
     # -- helpers -----------------------------------------------------------------------------------------------
@@ -176,14 +176,16 @@ class ApplyChangesTarget(CdcTargetBase):
             casts[SEQ] = start.dataType
         return casts
 
-    def _ensure_target(self, plan: ColumnPlan, events: DataFrame) -> None:
+    def _ensure_target(self, plan: ColumnPlan, events: DataFrame) -> bool:
+        """Create the target (empty) if it does not exist; True when this call created it."""
         if delta_exists(self.spark, self.target_path):
             if read_metadata(self.state_path) is None:
                 write_metadata(self.state_path, self.metadata)
-            return
+            return False
         fields = list(events.select(*plan.output).schema.fields)
         if self.spec.stored_as_scd_type == 2:
             seq_type = events.schema[SEQ].dataType
             fields += [StructField(START_AT, seq_type, True), StructField(END_AT, seq_type, True)]
         create_table(self.spark, self.target_path, StructType(fields))
         write_metadata(self.state_path, self.metadata)
+        return True
