@@ -57,10 +57,14 @@ def fetch(settings: LocalSparkSettings | None = None) -> list[Path]:
 JVM_SOURCES = Path(__file__).resolve().parents[2] / "jvm" / "src"
 
 
+def _java_files(sources: Path) -> list[Path]:
+    return sorted(sources.rglob("*.java")) if sources.is_dir() else []
+
+
 def framework_jar(settings: LocalSparkSettings, sources: Path = JVM_SOURCES) -> Path | None:
     """Where the jar built from ``sources`` lives (named by the sources' hash, so an edit means a rebuild);
     None when the checkout has no Java sources."""
-    files = sorted(sources.rglob("*.java")) if sources.is_dir() else []
+    files = _java_files(sources)
     if not files:
         return None
     digest = hashlib.sha256()
@@ -91,7 +95,7 @@ def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Pat
     with tempfile.TemporaryDirectory() as work:
         classes = Path(work) / "classes"
         result = subprocess.run([javac, "-nowarn", "--release", "17", "-cp", classpath, "-d", str(classes),
-                                 *[str(p) for p in sorted(sources.rglob("*.java"))]],
+                                 *[str(p) for p in _java_files(sources)]],
                                 capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise EnvironmentSetupError(f"javac could not build {sources}:\n{(result.stdout + result.stderr)[-3000:]}")

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from framework.errors import EnvironmentSetupError
+from framework.runner.jars import framework_jar
 from framework.settings import LocalSparkSettings, load_local_settings
 
 if TYPE_CHECKING:
@@ -38,16 +39,14 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
-    from framework.runner.jars import framework_jar
-
     own = framework_jar(settings)
     if own is not None and own.exists():
         jars = [*jars, own]
         # Hadoop's local file system forks `chmod` for every file it creates (no native library in pyspark);
         # this subclass sets permissions in-process (jvm/src/medallion/fs). Needs the jar on the driver's
         # class path: Spark resolves file system classes before it loads `spark.jars`.
-        conf.setdefault("spark.hadoop.fs.file.impl", "medallion.fs.NoForkLocalFileSystem")
-        builder = builder.config("spark.hadoop.fs.file.impl", conf["spark.hadoop.fs.file.impl"])
+        if "spark.hadoop.fs.file.impl" not in conf:
+            builder = builder.config("spark.hadoop.fs.file.impl", "medallion.fs.NoForkLocalFileSystem")
     builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
     builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in jars))
     log_config = settings.jar_cache_dir.parent.parent / "conf" / "log4j2.properties"
