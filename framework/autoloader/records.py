@@ -1,24 +1,30 @@
-"""Record parsing in Spark expressions (JVM only): JSON and CSV records become a ``name → raw text`` view, then
-typed columns, the rescued-data JSON and the new-column guard are computed from it.
+"""Record parsing in the JVM: JSON and CSV records become each schema column's raw text plus the entries that fit
+no column, then typed columns, the rescued-data JSON and the new-column guard are computed from them in Spark
+expressions.
 
-Every record of the input becomes exactly one output row: values that do not fit the schema go to the rescued
-column as text, and records that cannot be parsed keep their raw text there under ``_corrupt_record``.
+The raw texts come from the framework jar's parsers (:mod:`framework.autoloader.jvm`, one pass per record) or,
+without the jar, from Spark's built-in expressions (``from_json`` into a map, ``from_csv``). Every record of the
+input becomes exactly one output row: values that do not fit the schema go to the rescued column as text, and
+records that cannot be parsed keep their raw text there under ``_corrupt_record``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
 
+from framework.autoloader import jvm
 from framework.autoloader.options import CloudFilesOptions
 
 PATH = "__cf_path"
 RAW = "__cf_raw"
 MAP = "__cf_map"
+PARSED = "__cf_parsed"
 KEYS = "__cf_rescue_keys"
 VALS = "__cf_vals"
 CORRUPT = "__cf_corrupt"
@@ -141,33 +147,79 @@ def project_map(df: DataFrame, plan: Plan) -> DataFrame:
     The common row (every key known, every value converts) costs one look-up and one cast per column and a few
     boolean tests: a row may hold an unknown key only if MAP has more entries than known keys with a value, and
     only such rows (or rows with a value that did not convert) compute the exact unknown names, the guard and the
-    rescued JSON. Each stage is its own projection so that look-ups and casts are evaluated once per row.
-    The new-column guard is folded into every output column, so pruning columns cannot skip it.
+    rescued JSON.
     """
     m = F.col(MAP)
     if not plan.case_sensitive:
         df = df.select(PATH, RAW, F.transform_keys(m, lambda k, _v: F.lower(k)).alias(MAP))
-    names = [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
-    raw_cols = [f"__cf_r{i}" for i in range(len(names))]
-    typed_cols = [f"__cf_t{i}" for i in range(len(names))]
-    df = df.select(PATH, RAW, MAP, *[m[n].alias(c) for n, c in zip(names, raw_cols, strict=True)])
+    names = _names(plan)
+
+    def maybe_unknown(raws: list[Column]) -> Column:
+        present: Column = F.lit(0)
+        for raw in raws:
+            present = present + raw.isNotNull().cast("int")
+        # False positives (a known key with a JSON null) only send the row down the exact path.
+        return m.isNotNull() & (F.size(m) > present)
+
+    def rescue_map(keys: Column) -> Column:
+        return F.map_filter(m, lambda k, _v: F.array_contains(keys, k))
+
+    return _project(df, plan, [m[n] for n in names], maybe_unknown,
+                    F.array_except(F.map_keys(m), _str_array(names)), m.isNull(), rescue_map)
+
+
+def project_parsed(df: DataFrame, plan: Plan, corrupt: Column | None = None) -> DataFrame:
+    """From columns (PATH, RAW, PARSED) to the output columns, PARSED being a record of the framework jar's parsers
+    (``v``: each column's raw text, ``u``: the entries of other keys or NULL). A corrupt record is one where
+    ``corrupt`` holds, by default one whose PARSED is NULL."""
+    parsed = F.col(PARSED)
+    unknown = parsed["u"]
+
+    def rescue_map(keys: Column) -> Column:
+        # the unknown entries and the raw values of mismatched columns (only non-string columns can mismatch);
+        # lambda-free, so the projection keeps whole-stage code generation
+        empty = F.create_map().cast(RAW_MAP)
+        mismatched = [F.when(F.array_contains(keys, f.name), F.create_map(F.lit(f.name), F.col(c))).otherwise(empty)
+                      for f, c in zip(plan.data.fields, _raw_cols(plan), strict=True)
+                      if not isinstance(f.dataType, StringType)]
+        return F.map_concat(F.coalesce(unknown, empty), *mismatched)
+
+    return _project(df, plan, [parsed["v"][i] for i in range(len(plan.data.fields))], lambda _raws: unknown.isNotNull(),
+                    F.map_keys(unknown), parsed.isNull() if corrupt is None else corrupt, rescue_map)
+
+
+def _names(plan: Plan) -> list[str]:
+    return [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
+
+
+def _raw_cols(plan: Plan) -> list[str]:
+    return [f"__cf_r{i}" for i in range(len(plan.data.fields))]
+
+
+def _project(df: DataFrame, plan: Plan, raw_values: list[Column], maybe_unknown: Callable[[list[Column]], Column],
+             unknown: Column, corrupt: Column, rescue_map: Callable[[Column], Column]) -> DataFrame:
+    """The typed columns, the new-column guard and the rescued JSON from each column's raw text.
+
+    ``maybe_unknown`` (given the raw columns) is true for every row with a key outside the schema; only those
+    rows evaluate ``unknown`` (their exact unknown names) and the guard. ``rescue_map`` gives, for the names to
+    rescue, the map to write as JSON (``_file_path`` is added). Each stage is its own projection so that look-ups
+    and casts are evaluated once per row; the guard is folded into every output column, so pruning columns cannot
+    skip it.
+    """
+    raw_cols = _raw_cols(plan)
+    typed_cols = [f"__cf_t{i}" for i in range(len(raw_cols))]
+    df = df.select("*", *[v.alias(c) for v, c in zip(raw_values, raw_cols, strict=True)])
     raws = {f.name: F.col(c) for f, c in zip(plan.data.fields, raw_cols, strict=True)}
     df = df.select("*", *[typed_value(raws[f.name], f).alias(c)
                           for f, c in zip(plan.data.fields, typed_cols, strict=True)])
     typed = {f.name: F.col(c) for f, c in zip(plan.data.fields, typed_cols, strict=True)}
-    present: Column = F.lit(0)
-    for c in raw_cols:
-        present = present + F.col(c).isNotNull().cast("int")
-    # False positives (a known key with a JSON null) only send the row down the exact path.
-    maybe_unknown = m.isNotNull() & (F.size(m) > present)
-    unknown = F.array_except(F.map_keys(m), _str_array(names))
+    mu = maybe_unknown([F.col(c) for c in raw_cols])
     mismatch = _any_mismatch(plan, raws, typed)
-    flags = [maybe_unknown.alias("__cf_mu")]
+    flags = [mu.alias("__cf_mu")]
     if mismatch is not None:
         flags.append(mismatch.alias("__cf_mm_any"))
     if plan.guard is not None:
-        flags.append(F.when(maybe_unknown, guarded(plan, unknown, F.lit(False))).otherwise(F.lit(False))
-                     .alias("__cf_guard"))
+        flags.append(F.when(mu, guarded(plan, unknown, F.lit(False))).otherwise(F.lit(False)).alias("__cf_guard"))
     df = df.select("*", *flags)
 
     def output(value: Column) -> Column:
@@ -180,12 +232,12 @@ def project_map(df: DataFrame, plan: Plan) -> DataFrame:
     keys = (F.when(F.col("__cf_mu"), unknown).otherwise(_str_array([])))
     if mism is not None:
         keys = F.concat(keys, mism)
-    picked = F.map_filter(m, lambda k, _v: F.array_contains(F.col("__cf_rescue_keys"), k))
     suspicious = F.col("__cf_mu") | F.col("__cf_mm_any") if mismatch is not None else F.col("__cf_mu")
-    df = df.select("*", F.when(suspicious, keys).alias("__cf_rescue_keys"))
-    rescued = (F.when(m.isNull(), _corrupt_json())
-               .when(F.size(F.col("__cf_rescue_keys")) > 0,
-                     F.to_json(F.map_concat(picked, F.create_map(F.lit(FILE_PATH_KEY), F.col(PATH))))))
+    df = df.select("*", corrupt.alias(CORRUPT), F.when(suspicious, keys).alias(KEYS))
+    rescued = (F.when(F.col(CORRUPT), _corrupt_json())
+               .when(F.size(F.col(KEYS)) > 0,
+                     F.to_json(F.map_concat(rescue_map(F.col(KEYS)),
+                                            F.create_map(F.lit(FILE_PATH_KEY), F.col(PATH))))))
     return df.select(*out, rescued.alias(plan.rescued_column))
 
 
@@ -206,6 +258,11 @@ def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> Data
     parser = _opts(opts, _JSON_PARSER_OPTIONS)
     text = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH))
     text = text.where(F.trim(F.col("value")) != "")
+    config = jvm.json_fields_config(plan.case_sensitive, parser, [f.name for f in plan.data.fields])
+    parse = None if opts.multi_line else jvm.function(source.sparkSession, jvm.JSON_FIELDS, config)
+    if parse is not None:
+        df = text.select(PATH, F.col("value").alias(RAW), F.call_function(parse, F.col("value")).alias(PARSED))
+        return project_parsed(df, plan)
     if not opts.multi_line:
         df = text.select(PATH, F.col("value").alias(RAW), F.from_json("value", RAW_MAP_DDL, parser).alias(MAP))
     else:
@@ -216,6 +273,20 @@ def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> Data
     return project_map(df, plan)
 
 
+def _keep_line(line: Column, comment: str | None) -> Column:
+    """A CSV line to read: not blank (spaces only) and not a comment."""
+    cond = F.trim(line) != ""
+    if comment:
+        cond = cond & ~line.startswith(comment)
+    return cond
+
+
+def csv_reads_whole_files(spark: SparkSession, header: bool) -> bool:
+    """Whether ``csv_records`` needs each file as one text (with a header, on Spark's built-in expressions) rather
+    than line by line."""
+    return header and not jvm.available(spark, jvm.CSV_LINES)
+
+
 def csv_width(plan: Plan, header_width: int) -> int:
     """How many CSV fields to parse per line: a line with more is kept whole as a corrupt record."""
     return max(len(plan.data.fields), header_width) + 8
@@ -223,16 +294,32 @@ def csv_width(plan: Plan, header_width: int) -> int:
 
 def csv_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan, *, header: bool,
                 width: int) -> DataFrame:
-    """CSV read as whole files (header=true: each file's header names its columns) or as lines → output rows.
+    """CSV lines → output rows; with ``header``, each file's header line names its columns.
 
-    Per file (cheap, lambdas allowed): the header's column names, each schema column's position, the positions
-    whose name is not in the schema. Per row (codegen only, no lambdas on the common path): the parsed values,
-    positional look-ups, and the rescued JSON only for rows that need one.
+    With the framework jar, lines are read one by one and parsed by its CSV parser (each file's header line
+    arrives before its records, see ``CsvLines.java``). Without it (``csv_reads_whole_files``), each file is read as
+    one text: per file (cheap, lambdas allowed) the header's column names, each schema column's position, the
+    positions whose name is not in the schema; per row (codegen only, no lambdas on the common path) the parsed
+    values, positional look-ups, and the rescued JSON only for rows that need one.
     """
     parser = _opts(opts, _CSV_PARSER_OPTIONS)
+    comment = opts.option("comment")
+    skip = int(opts.option("skipRows", "0") or 0)
+    config = jvm.csv_config(plan.case_sensitive, header, width, skip, comment, opts.option("lineSep"),
+                            [f.name for f in plan.data.fields], parser)
+    parse = jvm.function(source.sparkSession, jvm.CSV_LINES, config)
+    if parse is not None:
+        kept = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH),
+                             F.col("_metadata.file_block_start").alias("__cf_block"))
+        kept = kept.where(_keep_line(F.col("value"), comment))
+        rows = kept.select(PATH, F.call_function(parse, F.col("value"), F.col(PATH), F.col("__cf_block"))
+                           .alias(PARSED))
+        # header lines and skipped lines are no records; the new-column guard raises on a file's header line
+        rows = rows.where(guarded(plan, F.col(PARSED)["h"], ~F.col(PARSED)["s"]))
+        rows = rows.select(PATH, F.col(PARSED)["r"].alias(RAW), PARSED)
+        return project_parsed(rows, replace(plan, guard=None), corrupt=F.col(RAW).isNotNull())
     parse_schema = StructType([StructField(f"_c{i}", StringType(), True) for i in range(width)])
     quote = parser.get("quote", '"')
-    comment = opts.option("comment")
     names = [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
     positions = F.sequence(F.lit(0), F.lit(width - 1))
 
@@ -240,18 +327,12 @@ def csv_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan, *, heade
         parsed = F.from_csv(line, parse_schema.simpleString(), parser)
         return F.array(*[parsed[f"_c{i}"] for i in range(width)])
 
-    def keep(line: Column) -> Column:
-        cond = F.trim(line) != ""
-        if comment:
-            cond = cond & ~line.startswith(comment)
-        return cond
-
     idx_cols = [f"__cf_i{j}" for j in range(len(names))]
     if header:
         sep = opts.option("lineSep")
         pattern = re.escape(sep) if sep else "\r?\n"
-        skip = int(opts.option("skipRows", "0") or 0)
-        files = source.select(F.filter(F.split(F.col("value"), pattern), keep).alias("__cf_lines"),
+        lines = F.filter(F.split(F.col("value"), pattern), lambda line: _keep_line(line, comment))
+        files = source.select(lines.alias("__cf_lines"),
                               F.col("_metadata.file_path").alias(PATH)).where(F.size("__cf_lines") > skip)
         files = files.select(PATH, "__cf_lines", as_array(F.col("__cf_lines")[skip]).alias("__cf_header"))
         raw_keys = F.transform(F.col("__cf_header"), lambda k, i: F.coalesce(k, F.concat(F.lit("_c"), i)))
@@ -274,7 +355,7 @@ def csv_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan, *, heade
     else:
         static_keys = [names[i] if i < len(names) else f"_c{i}" for i in range(width)]
         rows = source.select(F.col("value").alias(RAW), F.col("_metadata.file_path").alias(PATH))
-        rows = rows.where(keep(F.col(RAW))).select(
+        rows = rows.where(_keep_line(F.col(RAW), comment)).select(
             PATH, RAW, _str_array(static_keys).alias(KEYS),
             F.array(*[F.lit(-1 if k in names else i) for i, k in enumerate(static_keys)]).alias("__cf_u"),
             *[F.lit(static_keys.index(n) + 1 if n in static_keys else 0).alias(c)

@@ -272,7 +272,8 @@ def _build(spark: SparkSession, opts: CloudFilesOptions, root: Path, plan: recor
         sep = opts.option("sep") or opts.option("delimiter") or ","
         width = records.csv_width(plan, max((_header_width(f.path, sep) for f in sample[:50]), default=0)
                                   if header else 0)
-        source = _source(spark, opts, root, "text", schemas.TEXT_SCHEMA, _text_options(opts, header), cutoff)
+        whole = records.csv_reads_whole_files(spark, header)
+        source = _source(spark, opts, root, "text", schemas.TEXT_SCHEMA, _text_options(opts, whole), cutoff)
         return records.csv_records(source, opts, plan, header=header, width=width)
     if fmt in ("text", "binaryFile"):
         extra = {k: v for k, v in opts.reader_options.items()} if fmt == "text" else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -152,4 +153,33 @@ def rescued(value: str | None) -> dict[str, Any] | None:
     return None if value is None else json.loads(value)
 
 
-__all__ = ["Flow", "PipelineError", "rescued"]
+def both_parsers(spark: SparkSession, make: Callable[[str], Flow],
+                 write: Callable[[Flow], None]) -> tuple[list[Any], list[Any]]:
+    """One run on the framework jar's record parsers and one on Spark's built-in expressions
+    (``medallion.autoloader.jvmParser=false``), each on its own flow (``make(name)``) with the same files
+    (``write``): the rows of each, comparable (sorted; rescued data as a dict with the file's name only)."""
+    results = []
+    for switch in ("true", "false"):
+        spark.conf.set("medallion.autoloader.jvmParser", switch)
+        try:
+            f = make(f"parser_{switch}")
+            write(f)
+            rows = f.run()
+        finally:
+            spark.conf.unset("medallion.autoloader.jvmParser")
+        results.append(sorted((tuple((k, _comparable(k, v)) for k, v in r.asDict(recursive=True).items())
+                               for r in rows), key=repr))
+    return results[0], results[1]
+
+
+def _comparable(column: str, value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"  # NaN != NaN
+    if column != "_rescued_data" or value is None:
+        return value
+    data = rescued(value)
+    assert data is not None
+    return {**data, "_file_path": data["_file_path"].rsplit("/", 1)[-1]}
+
+
+__all__ = ["Flow", "PipelineError", "both_parsers", "rescued"]

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from framework.autoloader import clean_source
 from framework.errors import AutoLoaderError, UnknownFieldError
-from tests.integration.autoloader.conftest import Flow, rescued
+from tests.integration.autoloader.conftest import Flow, both_parsers, rescued
 
 pytestmark = pytest.mark.spark
 
@@ -57,6 +57,52 @@ def test_csv_without_header(flow: Callable[..., Flow]) -> None:
     rows = f.run()
     assert [(r["a"], r["b"]) for r in rows] == [(1, "x"), (2, "y")]
     assert rescued(rows[1]["_rescued_data"])["_c2"] == "surplus"  # type: ignore[index]
+
+
+CSV_EDGE = ('id,name,qty,amount,Name,extra,id\n1,"Smith, Ann",3,1.5,,e,9\n2,bob,x,1e3\n'
+            '3,"q ""quoted"" name",4,abc,N,,\n4,"open,5\n\t,tab only\n  \n5,  spaces  ,6,-0.0,x,y,z,1,2,3\n'
+            '6,caf\u00e9 \u540d,7,NaN\n#7,comment,1\n8,,,\n"9",nine,"10",2.5')
+
+
+@pytest.mark.parametrize("options", [
+    {"header": "true"},
+    {"header": "true", "readerCaseSensitive": "false", "comment": "#", "nullValue": "N", "skipRows": "1"},
+    {"header": "true", "sep": ";", "quote": "'", "ignoreLeadingWhiteSpace": "true"},
+    {"header": "false"},
+], ids=["header", "options", "sep-quote", "no-header"])
+def test_jvm_csv_parser_matches_spark_expressions(flow: Callable[..., Flow], spark: SparkSession,
+                                                  options: dict[str, str]) -> None:
+    """The framework jar's CSV parsers and the built-in-expression path give the same rows on edge input."""
+    text = CSV_EDGE.replace(",", ";") if options.get("sep") == ";" else CSV_EDGE
+
+    def write(f: Flow) -> None:
+        f.write("a.csv", ("skipped line\n" if "skipRows" in options else "") + text)
+        f.write("b.csv", "id,qty\n10,11\n")
+        f.write("c.csv", "")
+        f.write("d.csv", b"id,name\n11,\xff\xfebytes\n")
+
+    jvm_rows, expression_rows = both_parsers(spark, lambda name: flow(
+        {"cloudFiles.format": "csv", "rescuedDataColumn": "_rescued_data", **options},
+        schema="id INT, name STRING, qty INT, amount DOUBLE", name=name), write)
+    assert len(jvm_rows) >= 9  # every record of a.csv, b.csv and d.csv
+    assert [r for r in jvm_rows if r not in expression_rows] == [r for r in expression_rows if r not in jvm_rows]
+
+
+def test_csv_header_of_a_file_split_into_blocks(flow: Callable[..., Flow], spark: SparkSession) -> None:
+    """A file larger than spark.sql.files.maxPartitionBytes is read in blocks by separate tasks: the blocks after
+    the first read the header from the file's start; every record is read once, by name."""
+    body = "".join(f"{i},n{i},{i % 7}\n" for i in range(2000))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    try:
+        jvm_rows, expression_rows = both_parsers(spark, lambda name: flow(
+            {"cloudFiles.format": "csv", "header": "true", "skipRows": "1", "rescuedDataColumn": "_rescued_data"},
+            schema="id INT, name STRING, qty INT", name=name),
+            lambda f: f.write("a.csv", "# produced by a test\nqty,name,id\n" + body))
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert len(jvm_rows) == 2000 and jvm_rows == expression_rows
+    by_name = {dict(r)["name"]: dict(r) for r in jvm_rows}
+    assert by_name["n10"] == {"id": 3, "name": "n10", "qty": 10, "_rescued_data": None}  # columns by the header
 
 
 def test_parquet_partitions_and_new_columns(flow: Callable[..., Flow], spark: object, tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ import json
 from collections.abc import Callable
 
 import pytest
+from pyspark.sql import SparkSession
 
 from framework.errors import AutoLoaderError, UnknownFieldError
-from tests.integration.autoloader.conftest import Flow, rescued
+from tests.integration.autoloader.conftest import Flow, both_parsers, rescued
 
 pytestmark = pytest.mark.spark
 JSON = {"cloudFiles.format": "json"}
@@ -142,3 +143,55 @@ def test_empty_folder_needs_a_schema(flow: Callable[..., Flow]) -> None:
     f.src.mkdir(parents=True)
     with pytest.raises(AutoLoaderError, match="CF_EMPTY_DIR_FOR_SCHEMA_INFERENCE"):
         f.df()
+
+
+EDGE_LINES = [
+    '{"id": 1, "amount": 1.50, "ok": true, "ts": "2024-01-01 10:00:00", "name": "ann", "tags": [1, 2], '
+    '"obj": {"a": 1, "b": [true, null]}}',
+    '{"id": 2, "amount": 1e3, "ok": "yes", "ts": "yesterday", "name": 5, "tags": {"x": 1}, "obj": [1]}',
+    '{"id": -0, "amount": -0.0, "name": null, "extra": null, "Name": "case", "nested": {"k": "v\\u00e9\\n"}}',
+    '{"id": 12345678901234567890123, "amount": NaN, "ok": false, "name": "big"}',
+    '{"id": "7", "amount": "2.5", "name": "strings"}',
+    "{'id': 8, 'name': 'single quotes'}",
+    '{"id": 9, "name": "trailing"} x',
+    '{"id": 10}{"id": 11}',
+    "[1, 2]",
+    "5",
+    '"just a string"',
+    '{"id": 12, "name": ',
+    "{}",
+    '{"id": 13, "name": "tab\there"}',
+    '{"": "empty key", "id": 14, "amount": -Infinity, "deep": {"a": {"b": {"c": [1, {"d": 2}]}}}}',
+    '{"id": 15, "tags": [1, "x"], "obj": {"a": "not int"}, "amount": 1.0E-7}',
+    '{"id": 16, "name": "caf\u00e9 \u540d", "' + UNI + '": 1}',
+]
+EDGE_SCHEMA = ("id BIGINT, amount DOUBLE, ok BOOLEAN, ts TIMESTAMP, name STRING, tags ARRAY<INT>, "
+               "obj STRUCT<a: INT>")
+
+
+def test_jvm_json_parser_matches_spark_expressions(flow: Callable[..., Flow], spark: SparkSession) -> None:
+    """The framework jar's JSON parser and the built-in-expression path give the same rows on edge input."""
+    def write(f: Flow) -> None:
+        f.write("a.json", "\n".join(EDGE_LINES) + "\n")
+        f.write("b.json", b'{"id": 17, "name": "\xff\xfebytes"}')
+
+    jvm_rows, expression_rows = both_parsers(
+        spark, lambda name: flow({**JSON, "rescuedDataColumn": "_rescued_data"}, schema=EDGE_SCHEMA, name=name),
+        write)
+    assert len(jvm_rows) == len(EDGE_LINES) + 1
+    assert [r for r in jvm_rows if r not in expression_rows] == [r for r in expression_rows if r not in jvm_rows]
+
+
+def test_case_insensitive_and_repeated_keys(flow: Callable[..., Flow]) -> None:
+    """readerCaseSensitive=false places case variants in their column; a repeated key keeps its last value (as
+    Spark's JSON reader does for a struct). The built-in-expression path fails on such records
+    (DUPLICATED_MAP_KEY), so this runs on the framework jar's parser."""
+    f = flow({**JSON, "rescuedDataColumn": "_rescued_data", "readerCaseSensitive": "false"},
+             schema="id BIGINT, Name STRING")
+    f.jsonl("a.json", {"ID": 1, "name": None, "NAME": "last"}, {"id": 2, "name": "x", "Other": "o"})
+    f.write("b.json", '{"id": 3, "id": 4, "name": "twice"}\n')
+    rows = {r["id"]: r for r in f.run()}
+    assert rows[1]["Name"] == "last" and rows[1]["_rescued_data"] is None
+    assert rows[2]["Name"] == "x" and rescued(rows[2]["_rescued_data"])["Other"] == "o"  # type: ignore[index]
+    assert rows[4]["Name"] == "twice" and 3 not in rows
+
