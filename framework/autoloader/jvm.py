@@ -23,6 +23,8 @@ SEP = "\u0001"
 
 @dataclass(frozen=True)
 class Parser:
+    """A parser class of the jar: the prefix of its function names, the class, its SQL return type."""
+
     name: str
     java_class: str
     return_type: str

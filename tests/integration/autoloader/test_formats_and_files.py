@@ -61,7 +61,8 @@ def test_csv_without_header(flow: Callable[..., Flow]) -> None:
 
 CSV_EDGE = ('id,name,qty,amount,Name,extra,id\n1,"Smith, Ann",3,1.5,,e,9\n2,bob,x,1e3\n'
             '3,"q ""quoted"" name",4,abc,N,,\n4,"open,5\n\t,tab only\n  \n5,  spaces  ,6,-0.0,x,y,z,1,2,3\n'
-            '6,caf\u00e9 \u540d,7,NaN\n#7,comment,1\n8,,,\n"9",nine,"10",2.5')
+            '6,caf\u00e9 \u540d,7,NaN\n#7,comment,1\n8,,,\n"9",nine,"10",2.5\n12,back\\slash,1\n'
+            + ",".join(str(i) for i in range(13, 29)) + "\n" + ",".join(str(i) for i in range(29, 43)) + ",\n")
 
 
 @pytest.mark.parametrize("options", [
