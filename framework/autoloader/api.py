@@ -76,9 +76,10 @@ def translate_stream_error(exc: BaseException) -> PipelineError | None:
     if "FILE_NOT_EXIST" in text or "FileNotFoundException" in text:
         f = re.search(r"(?:File|file) (?:does not exist: )?[`']?(file:[^\s`'.]+(?:\.[^\s`']+)?)", text)
         name = f.group(1) if f else "a listed source file"
-        return AutoLoaderError(f"{name} was listed for this batch but disappeared before it was read. Put the file "
-                               "back and run again, or set .option(\"ignoreMissingFiles\", \"true\") to skip files "
-                               "that vanish (their data is then not ingested).")
+        return AutoLoaderError(f"{name} was listed for this batch but disappeared before it was read; nothing of "
+                               "the batch was committed. Put the file back and run again, or set the Spark setting "
+                               "spark.sql.files.ignoreMissingFiles=true to skip files that vanish (their data is then "
+                               "not ingested).")
     if "DUPLICATED_MAP_KEY" in text:
         return AutoLoaderError("a JSON record has the same key twice (or a CSV header repeats a name after "
                                "case folding); fix the file. Details: " + text.splitlines()[0])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from framework.autoloader import clean_source
 from framework.errors import AutoLoaderError, UnknownFieldError
@@ -178,6 +179,38 @@ def test_exactly_once_after_crash_and_rerun(flow: Callable[..., Flow]) -> None:
     f.jsonl("f0.json", {"id": "rewritten"})  # rewritten in place: not ingested again (allowOverwrites false)
     f.run(on_batch=crash_once)
     assert f.read().count() == 3
+
+
+def test_a_file_that_disappears_after_listing_stops_the_flow(flow: Callable[..., Flow], spark: SparkSession,
+                                                             tmp_path: Path) -> None:
+    """A file logged for a batch and deleted before the batch read it (here: the batch failed, and its replay
+    finds the file gone): the flow stops naming the file and commits nothing; once the file is back, the rerun
+    ingests the whole batch (Spark's file source alone would skip the file and mark it ingested)."""
+    f = flow({"cloudFiles.format": "json"})
+    f.jsonl("a.json", {"id": 1})
+    second = f.jsonl("b.json", {"id": 2})
+    with pytest.raises(Exception, match="simulated crash"):  # batch 0 is planned (both files logged), not committed
+        f.run(lambda df: df.where(F.raise_error(F.lit("simulated crash")).isNull()), delta=True)
+    kept = second.rename(tmp_path / "b.json.saved")
+    with pytest.raises(AutoLoaderError, match=r"b\.json was listed for this batch but disappeared"):
+        f.run(delta=True)
+    assert f.count() == 0
+    kept.rename(second)
+    f.run(delta=True)
+    assert f.rows("id") == [("1",), ("2",)]
+    # spark.sql.files.ignoreMissingFiles=true: Spark's behaviour, the vanished file is skipped
+    g = flow({"cloudFiles.format": "json"}, name="g")
+    g.jsonl("a.json", {"id": 1})
+    g.jsonl("b.json", {"id": 2})
+    with pytest.raises(Exception, match="simulated crash"):
+        g.run(lambda df: df.where(F.raise_error(F.lit("simulated crash")).isNull()), delta=True)
+    (g.src / "b.json").unlink()
+    spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
+    try:
+        g.run(delta=True)
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreMissingFiles")
+    assert g.rows("id") == [("1",)]
 
 
 def test_clean_source_move_and_delete(flow: Callable[..., Flow], tmp_path: Path) -> None:
