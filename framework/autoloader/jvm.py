@@ -28,16 +28,15 @@ class Parser:
     name: str
     java_class: str
     return_type: str
-    deterministic: bool = True
+    register: str  # the method of medallion.autoloader.Register
 
 
 JSON_FIELDS = Parser("medallion_json_fields", "medallion.autoloader.JsonFields",
-                     "struct<v:array<string>,u:map<string,string>>")
+                     "struct<v:array<string>,u:map<string,string>>", "json")
 # non-deterministic: it takes a file's header line before the file's records, so it must see each line once, in
 # order (Spark neither repeats nor reorders a non-deterministic expression)
 CSV_LINES = Parser("medallion_csv_lines", "medallion.autoloader.CsvLines",
-                   "struct<r:string,v:array<string>,u:map<string,string>,h:array<string>,s:boolean>",
-                   deterministic=False)
+                   "struct<r:string,v:array<string>,u:map<string,string>,h:array<string>,s:boolean>", "csv")
 
 _in_jar: dict[tuple[int, str], bool] = {}  # per SparkContext and parser: is the class on the class path
 
@@ -64,9 +63,8 @@ def function(spark: SparkSession, parser: Parser, config: str) -> str | None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     name = f"{parser.name}_{hashlib.sha1(config.encode()).hexdigest()[:16]}"
-    udf = jvm.org.apache.spark.sql.functions.udf(_java_class(spark, parser)(config),
-                                                 jvm.org.apache.spark.sql.types.DataType.fromDDL(parser.return_type))
-    spark._jsparkSession.udf().register(name, udf if parser.deterministic else udf.asNondeterministic())
+    register = getattr(jvm.medallion.autoloader.Register, parser.register)
+    register(spark._jsparkSession, name, config, parser.return_type)
     return name
 
 
