@@ -23,57 +23,47 @@ SEP = "\u0001"
 
 @dataclass(frozen=True)
 class Parser:
-    """A parser class of the jar: the prefix of its function names, the class, its SQL return type."""
+    """A parser of the jar: the prefix of its function names, its SQL return type, its ``Register`` method."""
 
     name: str
-    java_class: str
     return_type: str
-    register: str  # the method of medallion.autoloader.Register
+    register: str
 
 
-JSON_FIELDS = Parser("medallion_json_fields", "medallion.autoloader.JsonFields",
-                     "struct<v:array<string>,u:map<string,string>>", "json")
+REGISTER_CLASS = "medallion.autoloader.Register"
+JSON_FIELDS = Parser("medallion_json_fields", "struct<v:array<string>,u:map<string,string>>", "json")
 # non-deterministic: it takes a file's header line before the file's records, so it must see each line once, in
 # order (Spark neither repeats nor reorders a non-deterministic expression)
-CSV_LINES = Parser("medallion_csv_lines", "medallion.autoloader.CsvLines",
+CSV_LINES = Parser("medallion_csv_lines",
                    "struct<r:string,v:array<string>,u:map<string,string>,h:array<string>,s:boolean>", "csv")
 
-_in_jar: dict[tuple[int, str], bool] = {}  # per SparkContext and parser: is the class on the class path
+_in_jar: dict[int, bool] = {}  # per SparkContext: are the parsers on the class path
 
 
-def available(spark: SparkSession, parser: Parser) -> bool:
-    """Whether the parser can be used: switched on and its class in the session's jars."""
+def available(spark: SparkSession) -> bool:
+    """Whether the parsers can be used: switched on and in the session's jars."""
     if (spark.conf.get(SWITCH, "true") or "true").lower() == "false":
         return False
-    key = (id(spark.sparkContext), parser.name)
+    key = id(spark.sparkContext)
     if key not in _in_jar:
-        try:
-            _java_class(spark, parser)
-            _in_jar[key] = True
-        except Exception:  # a session without the framework's jar (no JDK at set-up): class not found
-            _in_jar[key] = False
+        _in_jar[key] = type(_register_class(spark)).__name__ == "JavaClass"  # else a py4j JavaPackage: no class
     return _in_jar[key]
 
 
 def function(spark: SparkSession, parser: Parser, config: str) -> str | None:
-    """Register the parser with this configuration in the session; the function's name, or None when the parser
-    is not available (then use the built-in-expression path)."""
-    if not available(spark, parser):
+    """Register the parser with this configuration in the session; the function's name, or None when the parsers
+    are not available (then use the built-in-expression path)."""
+    if not available(spark):
         return None
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
     name = f"{parser.name}_{hashlib.sha1(config.encode()).hexdigest()[:16]}"
-    register = getattr(jvm.medallion.autoloader.Register, parser.register)
-    register(spark._jsparkSession, name, config, parser.return_type)
+    getattr(_register_class(spark), parser.register)(spark._jsparkSession, name, config, parser.return_type)
     return name
 
 
-def _java_class(spark: SparkSession, parser: Parser) -> Any:
+def _register_class(spark: SparkSession) -> Any:
     target: Any = spark.sparkContext._jvm
-    for part in parser.java_class.split("."):
+    for part in REGISTER_CLASS.split("."):
         target = getattr(target, part)
-    if type(target).__name__ != "JavaClass":  # py4j gives a JavaPackage for a name that is no class
-        raise LookupError(f"{parser.java_class} is not in the session's jars")
     return target
 
 

@@ -284,7 +284,7 @@ def _keep_line(line: Column, comment: str | None) -> Column:
 def csv_reads_whole_files(spark: SparkSession, header: bool) -> bool:
     """Whether ``csv_records`` needs each file as one text (with a header, on Spark's built-in expressions) rather
     than line by line."""
-    return header and not jvm.available(spark, jvm.CSV_LINES)
+    return header and not jvm.available(spark)
 
 
 def csv_width(plan: Plan, header_width: int) -> int:
