@@ -69,7 +69,7 @@ def translate_stream_error(exc: BaseException) -> PipelineError | None:
     if isinstance(exc, PipelineError):
         return exc
     text = _full_text(exc)
-    m = re.search(r"\[UNKNOWN_FIELD_EXCEPTION[^\]]*\] Encountered unknown fields during parsing: \[[^\]]*\], which "
+    m = re.search(r"\[UNKNOWN_FIELD_EXCEPTION[^\]]*\] Encountered unknown fields during parsing: \[[^\n]*?\], which "
                   r"can be fixed by an automatic retry: (?:true|false)\. (?:File: file:|Files under )[^\n]*", text)
     if m:
         return UnknownFieldError(m.group(0).split(" SQLSTATE")[0])

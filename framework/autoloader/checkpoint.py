@@ -96,3 +96,74 @@ def uncommitted_files(checkpoint: Path, source_root: Path) -> list[LoggedFile]:
     """Files of planned batches that have no commit yet (a failed batch that will be replayed)."""
     done = set(committed_batches(checkpoint))
     return [f for f in logged_files(checkpoint, source_root) if f.batch_id not in done]
+
+
+def _log_files(source_dir: Path) -> list[Path]:
+    return [p for p in source_dir.iterdir() if p.is_file() and p.name.split(".")[0].isdigit()
+            and (p.name.isdigit() or p.name.endswith(".compact"))]
+
+
+def forget_rewritten(checkpoint: Path, source_root: Path) -> list[Path]:
+    """``cloudFiles.allowOverwrites=true``: make files changed since their committed ingestion new again.
+
+    Spark's file source knows a file by its path only: every path in the source log is "seen" and never listed
+    again. For each file under ``source_root`` whose latest log entry belongs to a *committed* batch and whose
+    modification time is now newer than the logged one, this removes the file's entries from the source log, so
+    the next run of the stream lists it as new and ingests the whole file again (Auto Loader's behaviour: the
+    latest version is processed; duplicates are the pipeline's to handle). A file of an uncommitted batch is left
+    alone: Spark replays that batch from the log. Idempotent; call it before the stream starts.
+
+    Returns:
+        The files that will be ingested again.
+    """
+    sources = checkpoint / "sources"
+    if not sources.is_dir():
+        return []
+    done = set(committed_batches(checkpoint))
+    forgotten: set[Path] = set()
+    for source_dir in sorted(p for p in sources.iterdir() if p.is_dir()):
+        latest: dict[Path, LoggedFile] = {}
+        for entry in logged_files_in(source_dir, source_root):
+            if entry.path not in latest or entry.batch_id >= latest[entry.path].batch_id:
+                latest[entry.path] = entry
+        stale: set[str] = set()
+        for path, entry in latest.items():
+            if entry.batch_id not in done:
+                continue
+            try:
+                mtime_ms = path.stat().st_mtime_ns // 1_000_000
+            except FileNotFoundError:
+                continue
+            if mtime_ms > entry.timestamp_ms:
+                stale.add(str(path))
+        if stale:
+            _drop_entries(source_dir, stale)
+            forgotten.update(Path(p) for p in stale)
+    return sorted(forgotten, key=str)
+
+
+def logged_files_in(source_dir: Path, source_root: Path) -> list[LoggedFile]:
+    """The entries of one source log (every log file still present, compact files included) under the root."""
+    out = []
+    for log in _log_files(source_dir):
+        batch_default = int(log.name.split(".")[0])
+        for entry in _read_log_file(log):
+            local = to_local(str(entry["path"]))
+            if is_inside(local, source_root) or local == source_root:
+                out.append(LoggedFile(local, int(str(entry.get("timestamp", 0))),
+                                      int(str(entry.get("batchId", batch_default)))))
+    return out
+
+
+def _drop_entries(source_dir: Path, paths: set[str]) -> None:
+    """Rewrite every log file of ``source_dir`` without the entries of ``paths`` (atomic per file)."""
+    for log in _log_files(source_dir):
+        lines = log.read_text(encoding="utf-8").splitlines()
+        kept = lines[:1] + [line for line in lines[1:]
+                            if not line.strip() or str(to_local(str(json.loads(line)["path"]))) not in paths]
+        if len(kept) == len(lines):
+            continue
+        tmp = log.with_name(f".{log.name}.rewrite.tmp")
+        tmp.write_text("\n".join(kept), encoding="utf-8")  # as Spark writes it: no final newline
+        tmp.replace(log)
+        log.with_name(f".{log.name}.crc").unlink(missing_ok=True)  # the old checksum no longer matches

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructField
+
+from framework.autoloader.schemas import has_struct
 
 SWITCH = "medallion.autoloader.jvmParser"
 SEP = "\u0001"
@@ -67,10 +70,12 @@ def _register_class(spark: SparkSession) -> Any:
     return target
 
 
-def json_fields_config(case_sensitive: bool, parser_options: dict[str, str], names: list[str]) -> str:
-    """The JSON parser's configuration: case sensitivity, Spark JSON parser options, the schema's column names."""
+def json_fields_config(case_sensitive: bool, parser_options: dict[str, str], fields: list[StructField]) -> str:
+    """The JSON parser's configuration: case sensitivity, Spark JSON parser options, the schema's columns (a
+    column holding structs carries its type, so that nested keys no field has are reported)."""
     features = ",".join(f"{k}={v}" for k, v in sorted(parser_options.items()))
-    return SEP.join(["1" if case_sensitive else "0", features, *names])
+    columns = [f"{f.name}\u0002{f.dataType.json()}" if has_struct(f.dataType) else f.name for f in fields]
+    return SEP.join(["1" if case_sensitive else "0", features, *columns])
 
 
 def csv_config(case_sensitive: bool, header: bool, width: int, skip_rows: int, comment: str | None,

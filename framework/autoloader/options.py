@@ -269,10 +269,6 @@ def parse_options(options: dict[str, str], *, user_schema: bool) -> CloudFilesOp
                       and k.lower() not in NO_OP_OPTIONS and not k.lower().startswith("cloudfiles.")}
     if fmt == "json" and get("singleVariantColumn"):
         raise AutoLoaderError("option 'singleVariantColumn' is not supported locally by cloudFiles; remove it")
-    if _parse_bool(get("cloudFiles.allowOverwrites") or "false", "cloudFiles.allowOverwrites"):
-        raise AutoLoaderError("option 'cloudFiles.allowOverwrites' = 'true' is not supported locally: Spark's file "
-                              "source ingests each path once. Land changed data as a new file (new name), or "
-                              "remove the option")
     modified_after = get("modifiedAfter")
     modified_before = get("modifiedBefore")
     rescued = get("rescuedDataColumn")

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
 
-from framework.autoloader import jvm
+from framework.autoloader import jvm, schemas
 from framework.autoloader.options import CloudFilesOptions
 
 PATH = "__cf_path"
@@ -51,6 +51,9 @@ class Plan:
     guard: str | None  # None, "addNewColumns" or "failOnNewColumns"
     case_sensitive: bool
     schema_location: str | None
+    # the raw text of struct columns may hold keys no field has (Spark's built-in path): a struct value with a
+    # top-level key outside its fields then counts as a mismatch, so the whole value is rescued
+    check_struct_keys: bool = False
 
 
 def _opts(opts: CloudFilesOptions, names: tuple[str, ...]) -> dict[str, str]:
@@ -74,8 +77,9 @@ _SEP = "\u0001"
 
 
 def _lower_all(keys: Column) -> Column:
-    """Lower-case every string of an array without a lambda (keeps whole-stage codegen)."""
-    return F.split(F.lower(F.array_join(keys, _SEP)), _SEP)
+    """Lower-case every string of an array, and drop array indices from nested paths (``items[2].y`` →
+    ``items.y``), without a lambda (keeps whole-stage codegen)."""
+    return F.split(F.regexp_replace(F.lower(F.array_join(keys, _SEP)), r"\[[0-9]+\]", ""), _SEP)
 
 
 def _str_array(values: list[str]) -> Column:
@@ -95,7 +99,10 @@ def _guard_message(plan: Plan, new_keys: Column) -> Column:
 
 
 def known_names(plan: Plan) -> list[str]:
-    return [f.name for f in plan.data.fields] + [f.name for f in plan.partitions.fields]
+    """The columns, and the dotted paths of the fields inside struct columns (the JSON parser reports a nested
+    key no field has under its path)."""
+    return ([f.name for f in plan.data.fields] + [f.name for f in plan.partitions.fields]
+            + schemas.nested_paths(plan.data))
 
 
 def guarded(plan: Plan, unknown: Column, value: Column) -> Column:
@@ -109,18 +116,22 @@ def guarded(plan: Plan, unknown: Column, value: Column) -> Column:
     return F.when((F.size(unknown) > 0) & is_new, F.raise_error(_guard_message(plan, unknown))).otherwise(value)
 
 
-def _mismatch(raw: Column, typed: Column, field: StructField) -> Column:
-    """The raw value is present but did not convert (for nested types: is not a JSON object/array at all)."""
+def _mismatch(raw: Column, typed: Column, field: StructField, check_struct_keys: bool = False) -> Column:
+    """The raw value is present but did not convert (for nested types: is not a JSON object/array at all; with
+    ``check_struct_keys``, a struct's object has a key that is none of its fields)."""
     bad = typed.isNull()
     if isinstance(field.dataType, (StructType, MapType)):
         bad = bad | ~F.ltrim(raw).startswith("{")
+        if check_struct_keys and isinstance(field.dataType, StructType):
+            names = _str_array([f.name for f in field.dataType.fields])
+            bad = bad | (F.size(F.array_except(F.coalesce(F.json_object_keys(raw), _str_array([])), names)) > 0)
     elif isinstance(field.dataType, ArrayType):
         bad = bad | ~F.ltrim(raw).startswith("[")
     return raw.isNotNull() & bad
 
 
 def _mismatched_names(plan: Plan, raws: dict[str, Column], typed: dict[str, Column]) -> Column | None:
-    checks = [F.when(_mismatch(raws[f.name], typed[f.name], f), F.lit(f.name))
+    checks = [F.when(_mismatch(raws[f.name], typed[f.name], f, plan.check_struct_keys), F.lit(f.name))
               for f in plan.data.fields if not isinstance(f.dataType, StringType)]
     if not checks:
         return None
@@ -149,6 +160,7 @@ def project_map(df: DataFrame, plan: Plan) -> DataFrame:
     only such rows (or rows with a value that did not convert) compute the exact unknown names, the guard and the
     rescued JSON.
     """
+    plan = replace(plan, check_struct_keys=True)
     m = F.col(MAP)
     if not plan.case_sensitive:
         df = df.select(PATH, RAW, F.transform_keys(m, lambda k, _v: F.lower(k)).alias(MAP))
@@ -243,7 +255,7 @@ def _project(df: DataFrame, plan: Plan, raw_values: list[Column], maybe_unknown:
 
 def _any_mismatch(plan: Plan, raws: dict[str, Column], typed: dict[str, Column]) -> Column | None:
     """True when some non-string value is present but did not convert."""
-    checks = [_mismatch(raws[f.name], typed[f.name], f) for f in plan.data.fields
+    checks = [_mismatch(raws[f.name], typed[f.name], f, plan.check_struct_keys) for f in plan.data.fields
               if not isinstance(f.dataType, StringType)]
     if not checks:
         return None
@@ -258,7 +270,7 @@ def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> Data
     parser = _opts(opts, _JSON_PARSER_OPTIONS)
     text = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH))
     text = text.where(F.trim(F.col("value")) != "")
-    config = jvm.json_fields_config(plan.case_sensitive, parser, [f.name for f in plan.data.fields])
+    config = jvm.json_fields_config(plan.case_sensitive, parser, list(plan.data.fields))
     parse = None if opts.multi_line else jvm.function(source.sparkSession, jvm.JSON_FIELDS, config)
     if parse is not None:
         df = text.select(PATH, F.col("value").alias(RAW), F.call_function(parse, F.col("value")).alias(PARSED))

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     DataType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -69,15 +71,70 @@ def apply_hints(schema: StructType, hints: StructType) -> StructType:
     return StructType(fields)
 
 
-def new_fields(current: StructType, candidate: StructType) -> list[StructField]:
-    """Columns of ``candidate`` absent from ``current`` (case-insensitively)."""
-    known = {f.name.lower() for f in current.fields}
-    out = []
-    for f in candidate.fields:
-        if f.name.lower() not in known and f.name != CORRUPT_COLUMN:
-            known.add(f.name.lower())
-            out.append(StructField(f.name, f.dataType, True))
+def has_struct(dt: DataType) -> bool:
+    """Whether a type holds a struct somewhere (itself, an array's elements, a map's values)."""
+    if isinstance(dt, StructType):
+        return True
+    if isinstance(dt, ArrayType):
+        return has_struct(dt.elementType)
+    if isinstance(dt, MapType):
+        return has_struct(dt.valueType)
+    return False
+
+
+def nested_paths(schema: StructType) -> list[str]:
+    """Dotted paths of the fields inside struct columns (``s.x``; through arrays: ``items.y``); map values are
+    not enumerable and are left out."""
+    out: list[str] = []
+
+    def walk(dt: DataType, prefix: str) -> None:
+        if isinstance(dt, StructType):
+            for f in dt.fields:
+                out.append(f"{prefix}.{f.name}")
+                walk(f.dataType, f"{prefix}.{f.name}")
+        elif isinstance(dt, ArrayType):
+            walk(dt.elementType, prefix)
+
+    for f in schema.fields:
+        walk(f.dataType, f.name)
     return out
+
+
+def widen(current: StructType, candidate: StructType, also_known: Sequence[str] = ()) -> tuple[StructType, list[str]]:
+    """``current`` with the columns of ``candidate`` it lacks and, inside struct columns (also in arrays and map
+    values), the nested fields it lacks (case-insensitive names; existing types are kept, as addNewColumns does).
+
+    Returns:
+        The widened schema and the dotted names of what was added (empty when nothing was).
+    """
+    added: list[str] = []
+
+    def merge(cur: DataType, cand: DataType, path: str) -> DataType:
+        if isinstance(cur, StructType) and isinstance(cand, StructType):
+            by_name = {f.name.lower(): f for f in cand.fields}
+            fields = []
+            for f in cur.fields:
+                other = by_name.get(f.name.lower())
+                dt = merge(f.dataType, other.dataType, f"{path}{f.name}.") if other is not None else f.dataType
+                fields.append(StructField(f.name, dt, f.nullable, f.metadata))
+            known = {f.name.lower() for f in cur.fields}
+            for f in cand.fields:
+                if f.name.lower() not in known and f.name != CORRUPT_COLUMN:
+                    known.add(f.name.lower())
+                    added.append(path + f.name)
+                    fields.append(StructField(f.name, f.dataType, True))
+            return StructType(fields)
+        if isinstance(cur, ArrayType) and isinstance(cand, ArrayType):
+            return ArrayType(merge(cur.elementType, cand.elementType, path), cur.containsNull)
+        if isinstance(cur, MapType) and isinstance(cand, MapType):
+            return MapType(cur.keyType, merge(cur.valueType, cand.valueType, path), cur.valueContainsNull)
+        return cur
+
+    skip = {n.lower() for n in also_known}
+    cand = StructType([f for f in candidate.fields if f.name.lower() not in skip])
+    widened = merge(current, cand, "")
+    assert isinstance(widened, StructType)
+    return widened, added
 
 
 def merge_by_name(schemas: Sequence[StructType]) -> StructType:

@@ -60,6 +60,15 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
     root = to_local(path)
     checkpoint = to_local(checkpoint_location) if checkpoint_location else None
     check_destination(opts, root)
+    if opts.allow_overwrites:
+        if checkpoint is None:
+            raise AutoLoaderError("cloudFiles.allowOverwrites=true needs the flow's checkpoint location to find "
+                                  "files changed since they were ingested; run the table through the pipeline "
+                                  "runner (or pass checkpoint_location)")
+        again = ckpt.forget_rewritten(checkpoint, root)
+        if again:
+            log.info("cloudFiles.allowOverwrites: %d changed file(s) under %s will be ingested again: %s",
+                     len(again), root, ", ".join(p.name for p in again[:5]) + (" ..." if len(again) > 5 else ""))
     if checkpoint is not None and opts.clean_source != "OFF":
         clean_committed(opts, root, checkpoint)
     store = SchemaStore(opts.schema_location or default_schema_location)
@@ -136,28 +145,29 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
         return stored
     if mode not in ("addNewColumns", "failOnNewColumns"):
         return stored
-    current = StructType(stored.data.fields + stored.partitions.fields)
     if opts.format in TEXT_PARSED:
         if mode != "addNewColumns":
             return stored
         pending = _pending_files(store, root, checkpoint, opts)
         if not pending:
             return stored
-        added = schemas.new_fields(current, schemas.infer_data_schema(spark, opts, pending))
+        widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, pending),
+                                       [f.name for f in stored.partitions.fields])
         if added:
-            stored = store.write(StructType(stored.data.fields + added), stored.partitions)
-            log.info("cloudFiles: schema v%d adds %s", stored.version, ", ".join(f.name for f in added))
+            stored = store.write(widened, stored.partitions)
+            log.info("cloudFiles: schema v%d adds %s", stored.version, ", ".join(added))
         return stored
     if opts.format in NATIVE_TYPED:
         done = {f.path for f in ckpt.committed_files(checkpoint, root)} if checkpoint is not None else set()
         unseen = [f for f in list_files(root, opts.path_glob_filter) if f.path not in done and f.size > 0]
         if not unseen:
             return stored
-        added = schemas.new_fields(current, schemas.infer_data_schema(spark, opts, unseen))
+        widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, unseen),
+                                       [f.name for f in stored.partitions.fields])
         if added:
-            names = ", ".join(f.name for f in added)
+            names = ", ".join(added)
             if mode == "addNewColumns":
-                stored = store.write(StructType(stored.data.fields + added), stored.partitions)
+                stored = store.write(widened, stored.partitions)
                 raise UnknownFieldError(
                     f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_RECORD_WITH_FILE_PATH] Encountered unknown fields "
                     f"during parsing: [{names}], which can be fixed by an automatic retry: true. Files under "

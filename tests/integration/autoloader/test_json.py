@@ -179,7 +179,15 @@ def test_jvm_json_parser_matches_spark_expressions(flow: Callable[..., Flow], sp
         spark, lambda name: flow({**JSON, "rescuedDataColumn": "_rescued_data"}, schema=EDGE_SCHEMA, name=name),
         write)
     assert len(jvm_rows) == len(EDGE_LINES) + 1
-    assert [r for r in jvm_rows if r not in expression_rows] == [r for r in expression_rows if r not in jvm_rows]
+    only_jvm = [dict(r) for r in jvm_rows if r not in expression_rows]
+    only_expr = [dict(r) for r in expression_rows if r not in jvm_rows]
+    # a struct's key that no field has: the jar rescues it under its path, the built-in path the struct's whole text
+    # and a nested value of the wrong kind: the jar rescues it under its path, the built-in path loses it
+    assert [r["_rescued_data"] for r in only_jvm] == [{"obj.b": "[true,null]", "_file_path": "a.json"},
+                                                      {"tags": '[1,"x"]', "obj.a": "not int", "_file_path": "a.json"}]
+    assert [r["_rescued_data"] for r in only_expr] == [{"obj": '{"a":1,"b":[true,null]}', "_file_path": "a.json"},
+                                                       {"tags": '[1,"x"]', "_file_path": "a.json"}]
+    assert [{**r, "_rescued_data": None} for r in only_jvm] == [{**r, "_rescued_data": None} for r in only_expr]
 
 
 def test_case_insensitive_and_repeated_keys(flow: Callable[..., Flow]) -> None:
@@ -195,3 +203,49 @@ def test_case_insensitive_and_repeated_keys(flow: Callable[..., Flow]) -> None:
     assert rows[2]["Name"] == "x" and rescued(rows[2]["_rescued_data"])["Other"] == "o"  # type: ignore[index]
     assert rows[4]["Name"] == "twice" and 3 not in rows
 
+
+
+NESTED_FIRST = {"id": 1, "s": {"x": 1}, "items": [{"a": 1}]}
+NESTED_NEW = {"id": 2, "s": {"x": 2, "y": 3, "X": 4}, "items": [{"a": 2}, {"a": 3, "b": [1]}]}
+
+
+def test_new_nested_fields_stop_then_widen_the_struct(flow: Callable[..., Flow]) -> None:
+    """A key inside a struct column that no field has is a new column too: addNewColumns stops the flow naming
+    its path, and the retry continues with the struct widened; a case variant of a nested field is rescued."""
+    f = flow({**JSON, "cloudFiles.inferColumnTypes": "true"})
+    f.jsonl("a.json", NESTED_FIRST)
+    f.run()
+    f.jsonl("b.json", NESTED_NEW)
+    with pytest.raises(UnknownFieldError, match=r"parsing: \[s\.y, s\.X, items\[1\]\.b\], which can be fixed by an "
+                                                r"automatic retry: true"):
+        f.run()
+    f.run()
+    row = f.where("id", 2)[0]
+    assert row["s"].asDict() == {"x": 2, "y": 3}
+    assert [i.asDict() for i in row["items"]] == [{"a": 2, "b": None}, {"a": 3, "b": [1]}]
+    assert rescued(row["_rescued_data"])["s.X"] == "4"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("jvm_parser", ["true", "false"])
+def test_new_nested_fields_are_rescued_not_dropped(flow: Callable[..., Flow], spark: SparkSession,
+                                                   jvm_parser: str) -> None:
+    """rescue mode: nested keys no field has go to the rescued data (the jar's parser: each under its path; Spark's
+    built-in path: the whole value of the struct column), and the stored schema does not change."""
+    spark.conf.set("medallion.autoloader.jvmParser", jvm_parser)
+    try:
+        f = flow({**JSON, "cloudFiles.inferColumnTypes": "true", "cloudFiles.schemaEvolutionMode": "rescue"})
+        f.jsonl("a.json", NESTED_FIRST)
+        f.run()
+        f.jsonl("b.json", NESTED_NEW)
+        f.run()
+    finally:
+        spark.conf.unset("medallion.autoloader.jvmParser")
+    row = f.where("id", 2)[0]
+    assert row["s"].asDict() == {"x": 2}
+    data = rescued(row["_rescued_data"])
+    assert data is not None
+    if jvm_parser == "true":
+        assert {k: v for k, v in data.items() if k != "_file_path"} == {"s.y": "3", "s.X": "4", "items[1].b": "[1]"}
+    else:  # one level deep: the struct's whole text
+        assert json.loads(data["s"]) == {"x": 2, "y": 3, "X": 4}
+    assert not (f.schema_location / "_schemas" / "1").exists()

@@ -59,7 +59,7 @@ def test_validate_options_false_ignores_unknown() -> None:
     ({"cloudFiles.format": "json", "cloudFiles.maxFilesPerTrigger": "0"}, "maxFilesPerTrigger"),
     ({"cloudFiles.format": "json", "cloudFiles.includeExistingFiles": "yes"}, "'true' or 'false'"),
     ({"cloudFiles.format": "json", "modifiedAfter": "yesterday"}, "YYYY-MM-DDTHH:mm:ss"),
-    ({"cloudFiles.format": "json", "cloudFiles.allowOverwrites": "true"}, "not supported locally"),
+    ({"cloudFiles.format": "json", "cloudFiles.allowOverwrites": "maybe"}, "'true' or 'false'"),
 ])
 def test_bad_values(options: dict[str, str], needle: str) -> None:
     with pytest.raises(AutoLoaderError, match=needle.replace("(", r"\(")):

@@ -16,6 +16,19 @@ import java.util.Map;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * One JSON-lines record, parsed once: the raw text of each schema column's value and the entries whose key is no
@@ -32,6 +45,14 @@ import org.apache.spark.sql.api.java.UDF1;
  * <p>The constructor takes the configuration: {@code <case sensitive 0|1>\u0001<parser features,
  * comma-separated>\u0001<column>\u0001<column>...}. Keys match columns exactly, or after lower-casing both when
  * case-insensitive. A key given twice keeps its last value.
+ *
+ * <p>A column written {@code <name>\u0002<type as JSON>} has a nested type with structs. Its value is walked
+ * against the type: a key of a nested object that is no field of its struct (exact case, as {@code from_json}
+ * matches) is left out of the raw text and returned among the unknown entries under its path, such as
+ * {@code s.y} or {@code items[2].y}, so that it is rescued (or stops the flow as a new column) rather than dropped.
+ * A nested value whose JSON kind its field's type cannot take (a string for an int, a number for a struct, ...) is
+ * written as null and returned among the unknown entries under its path too, since {@code from_json} would turn it
+ * into a null silently. Dates, timestamps and binary values are left to Spark.
  */
 public final class JsonFields implements UDF1<String, Row> {
   private static final long serialVersionUID = 1L;
@@ -44,6 +65,10 @@ public final class JsonFields implements UDF1<String, Row> {
   private transient JsonFactory factory;
   private transient StringWriter text;
   private transient JsonGenerator copier;
+  private transient DataType[] nested;
+  private transient StringWriter sideText;
+  private transient JsonGenerator side;
+  private transient Map<String, String> unknown;
 
   public JsonFields(String config) {
     this.config = config;
@@ -58,7 +83,7 @@ public final class JsonFields implements UDF1<String, Row> {
       configure();
     }
     String[] values = new String[width];
-    Map<String, String> unknown = null;
+    unknown = null;
     try (JsonParser parser = factory.createParser(record)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) {
         return null;
@@ -67,15 +92,13 @@ public final class JsonFields implements UDF1<String, Row> {
       while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
         String key = parser.currentName();
         parser.nextToken();
-        String value = valueText(parser);
         Integer at = positions.get(caseSensitive ? key : key.toLowerCase(Locale.ROOT));
-        if (at != null) {
-          values[at] = value;
+        if (at != null && nested[at] != null) {
+          values[at] = checkedText(parser, nested[at], key);
+        } else if (at != null) {
+          values[at] = valueText(parser);
         } else {
-          if (unknown == null) {
-            unknown = new LinkedHashMap<>();
-          }
-          unknown.put(key, value);
+          addUnknown(key, valueText(parser));
         }
       }
       if (token != JsonToken.END_OBJECT) {
@@ -85,7 +108,143 @@ public final class JsonFields implements UDF1<String, Row> {
       resetCopier();
       return null;
     }
-    return RowFactory.create(values, unknown);
+    Map<String, String> out = unknown;
+    unknown = null;
+    return RowFactory.create(values, out);
+  }
+
+  private void addUnknown(String key, String value) {
+    if (unknown == null) {
+      unknown = new LinkedHashMap<>();
+    }
+    unknown.put(key, value);
+  }
+
+  /** The compact text of a nested value, without the keys its type does not know (those go to the unknowns). */
+  private String checkedText(JsonParser parser, DataType type, String path) throws IOException {
+    JsonToken token = parser.currentToken();
+    if (token == JsonToken.VALUE_STRING) {
+      return parser.getText();
+    }
+    if (token == JsonToken.VALUE_NULL) {
+      return null;
+    }
+    walk(parser, type, path);
+    copier.flush();
+    String out = text.toString();
+    text.getBuffer().setLength(0);
+    return out;
+  }
+
+  private void walk(JsonParser parser, DataType type, String path) throws IOException {
+    JsonToken token = parser.currentToken();
+    if (token == JsonToken.START_OBJECT && type instanceof StructType) {
+      StructType struct = (StructType) type;
+      copier.writeStartObject();
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String key = parser.currentName();
+        parser.nextToken();
+        scala.Option<Object> index = struct.getFieldIndex(key);
+        if (index.isEmpty()) {
+          addUnknown(path + "." + key, sideText(parser));
+        } else {
+          StructField field = struct.fields()[(Integer) index.get()];
+          copier.writeFieldName(key);
+          walkChecked(parser, field.dataType(), path + "." + key);
+        }
+      }
+      copier.writeEndObject();
+    } else if (token == JsonToken.START_ARRAY && type instanceof ArrayType) {
+      DataType element = ((ArrayType) type).elementType();
+      copier.writeStartArray();
+      int i = 0;
+      while (parser.nextToken() != JsonToken.END_ARRAY) {
+        walkChecked(parser, element, path + "[" + i++ + "]");
+      }
+      copier.writeEndArray();
+    } else if (token == JsonToken.START_OBJECT && type instanceof MapType) {
+      DataType value = ((MapType) type).valueType();
+      copier.writeStartObject();
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String key = parser.currentName();
+        copier.writeFieldName(key);
+        parser.nextToken();
+        walkChecked(parser, value, path + "." + key);
+      }
+      copier.writeEndObject();
+    } else {
+      copier.copyCurrentStructure(parser);
+    }
+  }
+
+  /** A nested value: walked when its JSON kind fits its type, else null in the text and kept as unknown. */
+  private void walkChecked(JsonParser parser, DataType type, String path) throws IOException {
+    if (fits(parser, type)) {
+      walk(parser, type, path);
+    } else {
+      addUnknown(path, sideText(parser));
+      copier.writeNull();
+    }
+  }
+
+  /** Whether Spark's JSON reader can take the current value as the type (dates, timestamps, binary: assumed). */
+  private static boolean fits(JsonParser parser, DataType type) throws IOException {
+    JsonToken token = parser.currentToken();
+    if (token == JsonToken.VALUE_NULL || type instanceof org.apache.spark.sql.types.StringType) {
+      return true;
+    }
+    if (type instanceof StructType || type instanceof MapType) {
+      return token == JsonToken.START_OBJECT;
+    }
+    if (type instanceof ArrayType) {
+      return token == JsonToken.START_ARRAY;
+    }
+    if (type instanceof BooleanType) {
+      return token == JsonToken.VALUE_TRUE || token == JsonToken.VALUE_FALSE;
+    }
+    if (type instanceof LongType || type instanceof IntegerType || type instanceof ShortType
+        || type instanceof ByteType) {
+      if (token != JsonToken.VALUE_NUMBER_INT) {
+        return false;
+      }
+      JsonParser.NumberType kind = parser.getNumberType();
+      if (type instanceof LongType) {
+        return kind != JsonParser.NumberType.BIG_INTEGER;
+      }
+      if (kind != JsonParser.NumberType.INT) {
+        return false;
+      }
+      int v = parser.getIntValue();
+      return type instanceof IntegerType
+          || (type instanceof ShortType ? v == (short) v : v == (byte) v);
+    }
+    if (type instanceof DoubleType || type instanceof FloatType) {
+      if (token == JsonToken.VALUE_STRING) {
+        String t = parser.getText();
+        return t.equals("NaN") || t.matches("[+-]?(Infinity|INF)");
+      }
+      return token == JsonToken.VALUE_NUMBER_INT || token == JsonToken.VALUE_NUMBER_FLOAT;
+    }
+    if (type instanceof DecimalType) {
+      return token == JsonToken.VALUE_NUMBER_INT || token == JsonToken.VALUE_NUMBER_FLOAT
+          || token == JsonToken.VALUE_STRING;
+    }
+    return true;
+  }
+
+  private String sideText(JsonParser parser) throws IOException {
+    JsonToken token = parser.currentToken();
+    if (token == JsonToken.VALUE_STRING) {
+      return parser.getText();
+    }
+    if (token == JsonToken.VALUE_NULL) {
+      return null;
+    }
+    side.copyCurrentStructure(parser);
+    side.flush();
+    String out = sideText.toString();
+    sideText.getBuffer().setLength(0);
+    return out;
   }
 
   private String valueText(JsonParser parser) throws IOException {
@@ -132,8 +291,11 @@ public final class JsonFields implements UDF1<String, Row> {
     factory = builder.build();
     width = parts.length - 2;
     positions = new HashMap<>();
+    nested = new DataType[width];
     for (int i = 0; i < width; i++) {
-      positions.put(caseSensitive ? parts[i + 2] : parts[i + 2].toLowerCase(Locale.ROOT), i);
+      String[] column = parts[i + 2].split("\u0002", 2);
+      positions.put(caseSensitive ? column[0] : column[0].toLowerCase(Locale.ROOT), i);
+      nested[i] = column.length == 2 ? DataType.fromJson(column[1]) : null;
     }
     resetCopier();
   }
@@ -142,6 +304,9 @@ public final class JsonFields implements UDF1<String, Row> {
     text = new StringWriter();
     copier = factory.createGenerator(text);
     copier.setRootValueSeparator(null);
+    sideText = new StringWriter();
+    side = factory.createGenerator(sideText);
+    side.setRootValueSeparator(null);
   }
 
   /** {@code name=true|false}: the Spark JSON option of that name, as Spark maps it to a Jackson feature. */
