@@ -15,10 +15,13 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructField
 
 from framework.autoloader.schemas import has_struct
+from framework.errors import AutoLoaderError
 
 SWITCH = "medallion.autoloader.jvmParser"
 SEP = "\u0001"
@@ -59,7 +62,12 @@ def function(spark: SparkSession, parser: Parser, config: str) -> str | None:
     if not available(spark):
         return None
     name = f"{parser.name}_{hashlib.sha1(config.encode()).hexdigest()[:16]}"
-    getattr(_register_class(spark), parser.register)(spark._jsparkSession, name, config, parser.return_type)
+    try:
+        getattr(_register_class(spark), parser.register)(spark._jsparkSession, name, config, parser.return_type)
+    except (Py4JJavaError, CapturedException) as exc:  # pyspark turns most JVM errors into CapturedException
+        message = (str(exc).strip().splitlines() or ["?"])[0].rstrip(".")
+        raise AutoLoaderError(f"invalid {parser.register.upper()} reader options: {message}. Fix the source's "
+                              ".option(...) values") from None
     return name
 
 

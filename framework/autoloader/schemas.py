@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     ArrayType,
@@ -187,6 +188,17 @@ def infer_data_schema(spark: SparkSession, opts: CloudFilesOptions, files: Seque
         return BINARY_FILE_SCHEMA
     if not paths:
         return StructType([])
+    try:
+        return _infer(spark, opts, paths)
+    except CapturedException as exc:  # a bad reader option or an unreadable file: name the files and the option
+        first = (str(exc).strip().splitlines() or ["?"])[0].rstrip(".")
+        raise AutoLoaderError(f"schema inference for cloudFiles.format '{fmt}' failed on {len(paths)} file(s) "
+                              f"(first: {paths[0]}): {first}. Fix the source's .option(...) values or the "
+                              "file") from None
+
+
+def _infer(spark: SparkSession, opts: CloudFilesOptions, paths: list[str]) -> StructType:
+    fmt = opts.format
     # a separate session (same SparkContext) so that "id" and "ID" can both be inferred, then deduplicated
     session = spark.newSession()
     session.conf.set("spark.sql.caseSensitive", "true")

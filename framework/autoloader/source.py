@@ -102,7 +102,12 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
                         case_sensitive=opts.reader_case_sensitive,
                         schema_location=str(store.root))
     cutoff = _existing_files_cutoff(opts, store, root, checkpoint)
-    return _build(spark, opts, root, plan, sample, cutoff)
+    try:
+        return _build(spark, opts, root, plan, sample, cutoff)
+    except AutoLoaderError as exc:
+        if type(exc) is not AutoLoaderError:
+            raise
+        raise AutoLoaderError(f"cloudFiles source '{root}': {exc.message}") from None
 
 
 def _user_schema(spark: SparkSession, schema: StructType | str | None) -> StructType | None:

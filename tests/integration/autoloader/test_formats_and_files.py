@@ -119,6 +119,13 @@ def test_parquet_partitions_and_new_columns(flow: Callable[..., Flow], spark: ob
         f.run()
     rows = f.run()
     assert [(r["id"], r["w"], r["day"]) for r in rows] == [(2, 9.5, "2024-01-02")]
+    g = flow({"cloudFiles.format": "parquet"}, name="nested")
+    sp.createDataFrame([(1, (1,))], "id BIGINT, s STRUCT<x: BIGINT>").write.parquet(str(g.src / "a"))
+    g.run()
+    sp.createDataFrame([(2, (2, "new"))], "id BIGINT, s STRUCT<x: BIGINT, y: STRING>").write.parquet(str(g.src / "b"))
+    with pytest.raises(UnknownFieldError, match=r"\[s\.y\]"):  # Spark's parquet reader would drop s.y silently
+        g.run()
+    assert [r["s"].asDict() for r in g.run()] == [{"x": 2, "y": "new"}]
 
 
 def test_text_binary_xml_and_avro(flow: Callable[..., Flow]) -> None:
@@ -307,3 +314,19 @@ def test_delta_sink_end_to_end(flow: Callable[..., Flow]) -> None:
     f.jsonl("b.json", {"id": 3, "v": "c"})
     f.run(delta=True)
     assert f.read().count() == 3 and f.read().columns == ["id", "v", "_rescued_data"]
+
+
+@pytest.mark.parametrize(("option", "value"), [("quote", "ab"), ("maxCharsPerColumn", "many")])
+def test_bad_csv_reader_options_fail_when_the_flow_is_defined(flow: Callable[..., Flow], option: str,
+                                                              value: str) -> None:
+    """On the driver, naming the source folder or the files, not later inside a Spark task."""
+    f = flow({"cloudFiles.format": "csv", "header": "true", option: value})
+    f.write("a.csv", "id,name\n1,a\n")
+    with pytest.raises(AutoLoaderError, match=r"schema inference for cloudFiles.format 'csv' failed on 1 file\(s\) "
+                                              rf"\(first: .*a\.csv\): .*{option}.*\. Fix"):
+        f.df()
+    g = flow({"cloudFiles.format": "csv", "header": "true", option: value}, schema="id INT, name STRING", name="g")
+    g.write("a.csv", "id,name\n1,a\n")
+    with pytest.raises(AutoLoaderError, match=rf"cloudFiles source '.*landing': invalid CSV reader options: .*"
+                                              rf"{option}.*\. Fix"):
+        g.df()

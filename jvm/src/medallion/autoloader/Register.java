@@ -19,8 +19,12 @@ public final class Register {
     spark.udf().register(name, f);
   }
 
-  /** {@link CsvLines} with this configuration, as the non-deterministic function {@code name}. */
+  /**
+   * {@link CsvLines} with this configuration, as the non-deterministic function {@code name}. The configuration is
+   * parsed here first, so that bad CSV options fail on the driver when the flow is defined, not in a task.
+   */
   public static void csv(SparkSession spark, String name, String config, String returnType) {
+    CsvLayout.parse(config);
     UserDefinedFunction f = functions.udf(new CsvLines(config), DataType.fromDDL(returnType)).asNondeterministic();
     spark.udf().register(name, f);
   }
