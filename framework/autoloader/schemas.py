@@ -171,12 +171,17 @@ def _first_line(path: Path) -> str:
         return fh.readline().decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def infer_data_schema(spark: SparkSession, opts: CloudFilesOptions, files: Sequence[ListedFile]) -> StructType:
-    """Infer the data schema from sample files as Auto Loader does (strings unless inferColumnTypes)."""
+def infer_data_schema(spark: SparkSession, opts: CloudFilesOptions, files: Sequence[ListedFile],
+                      *, every_file: bool = False) -> StructType:
+    """Infer the data schema from sample files as Auto Loader does (strings unless inferColumnTypes).
+
+    ``every_file`` reads every file given instead of a sample (for formats that keep their schema in the file,
+    where only the footers are read): to find every column a batch will meet.
+    """
     paths: list[str] = []
     budget = opts.sample_bytes
     for f in files:
-        if len(paths) >= opts.sample_files or budget <= 0:
+        if not every_file and (len(paths) >= opts.sample_files or budget <= 0):
             break
         if f.size > 0:
             paths.append(str(f.path))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
 
 from framework.autoloader import checkpoint as ckpt
 from framework.autoloader import records, schemas
@@ -102,8 +102,10 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
                         case_sensitive=opts.reader_case_sensitive,
                         schema_location=str(store.root))
     cutoff = _existing_files_cutoff(opts, store, root, checkpoint)
+    extras = (_extra_columns(spark, opts, root, checkpoint, StructType(data.fields + partitions.fields))
+              if opts.format in NATIVE_TYPED and rescued is not None and plan.guard is None else StructType([]))
     try:
-        return _build(spark, opts, root, plan, sample, cutoff)
+        return _build(spark, opts, root, plan, sample, cutoff, extras)
     except AutoLoaderError as exc:
         if type(exc) is not AutoLoaderError:
             raise
@@ -163,11 +165,10 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
             log.info("cloudFiles: schema v%d adds %s", stored.version, ", ".join(added))
         return stored
     if opts.format in NATIVE_TYPED:
-        done = {f.path for f in ckpt.committed_files(checkpoint, root)} if checkpoint is not None else set()
-        unseen = [f for f in list_files(root, opts.path_glob_filter) if f.path not in done and f.size > 0]
+        unseen = _unseen_files(opts, root, checkpoint)
         if not unseen:
             return stored
-        widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, unseen),
+        widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, unseen, every_file=True),
                                        [f.name for f in stored.partitions.fields])
         if added:
             names = ", ".join(added)
@@ -184,6 +185,24 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
                 "cloudFiles.schemaEvolutionMode is failOnNewColumns: add the columns to the schema (schemaHints or "
                 "a user schema), or use addNewColumns/rescue.")
     return stored
+
+
+def _unseen_files(opts: CloudFilesOptions, root: Path, checkpoint: Path | None) -> list[ListedFile]:
+    """Non-empty files under the root that no committed batch ingested."""
+    done = {f.path for f in ckpt.committed_files(checkpoint, root)} if checkpoint is not None else set()
+    return [f for f in list_files(root, opts.path_glob_filter) if f.path not in done and f.size > 0]
+
+
+def _extra_columns(spark: SparkSession, opts: CloudFilesOptions, root: Path, checkpoint: Path | None,
+                   known: StructType) -> StructType:
+    """Columns of the files still to ingest that the schema lacks (case-insensitively): for a schema-bearing
+    format in rescue/none mode they are read too and go to the rescued data column, not dropped."""
+    unseen = _unseen_files(opts, root, checkpoint)
+    if not unseen:
+        return StructType([])
+    names = {f.name.lower() for f in known.fields}
+    found = schemas.infer_data_schema(spark, opts, unseen, every_file=True)
+    return StructType([f for f in found.fields if f.name.lower() not in names])
 
 
 def _pending_files(store: SchemaStore, root: Path, checkpoint: Path | None,
@@ -272,7 +291,7 @@ def _text_options(opts: CloudFilesOptions, whole: bool) -> dict[str, str]:
 
 
 def _build(spark: SparkSession, opts: CloudFilesOptions, root: Path, plan: records.Plan,
-           sample: list[ListedFile], cutoff: int | None) -> DataFrame:
+           sample: list[ListedFile], cutoff: int | None, extras: StructType) -> DataFrame:
     fmt = opts.format
     if fmt == "json":
         source = _source(spark, opts, root, "text", schemas.TEXT_SCHEMA, _text_options(opts, opts.multi_line),
@@ -296,25 +315,41 @@ def _build(spark: SparkSession, opts: CloudFilesOptions, root: Path, plan: recor
         source = _source(spark, opts, root, fmt, schema, extra, cutoff)
         source = source.select("*", F.col("_metadata.file_path").alias(records.PATH))
         return source.select(*[F.col(f.name) for f in schema.fields], *records.partition_values(plan))
-    # parquet, orc, xml (avro when its jar is present): Spark's own reader with the stored schema
-    read_schema = plan.data
+    # parquet, orc, xml (avro when its jar is present): Spark's own reader with the stored schema, plus the
+    # columns the files bring that the schema lacks (rescue/none mode: they go to the rescued data column)
+    read_schema = StructType(plan.data.fields + extras.fields)
     extra = dict(opts.reader_options)
     corrupt = None
     if fmt == "xml" and plan.rescued_column:
         corrupt = "__cf_corrupt_record"
-        read_schema = StructType([*plan.data.fields, StructField(corrupt, StringType(), True)])
+        read_schema = StructType([*read_schema.fields, StructField(corrupt, StringType(), True)])
         extra["columnNameOfCorruptRecord"] = corrupt
     source = _source(spark, opts, root, fmt, read_schema, extra, cutoff)
     source = source.select("*", F.col("_metadata.file_path").alias(records.PATH))
     out = [F.col(f"`{f.name}`") for f in plan.data.fields] + records.partition_values(plan)
     if plan.rescued_column:
+        rescued: Column = F.lit(None).cast("string")
+        if extras.fields:
+            values = F.map_filter(F.create_map(*[x for f in extras.fields for x in (F.lit(f.name), _as_text(f))]),
+                                  lambda _k, v: v.isNotNull())
+            rescued = F.when(F.size(values) > 0, F.to_json(F.map_concat(values, F.create_map(
+                F.lit(records.FILE_PATH_KEY), F.col(records.PATH)))))
         if corrupt:
-            out.append(F.when(F.col(corrupt).isNotNull(), F.to_json(F.create_map(
-                F.lit(records.CORRUPT_KEY), F.col(corrupt), F.lit(records.FILE_PATH_KEY), F.col(records.PATH))))
-                .alias(plan.rescued_column))
-        else:
-            out.append(F.lit(None).cast("string").alias(plan.rescued_column))
+            rescued = F.when(F.col(corrupt).isNotNull(), F.to_json(F.create_map(
+                F.lit(records.CORRUPT_KEY), F.col(corrupt), F.lit(records.FILE_PATH_KEY),
+                F.col(records.PATH)))).otherwise(rescued)
+        out.append(rescued.alias(plan.rescued_column))
     return source.select(*out)
+
+
+def _as_text(field: StructField) -> Column:
+    """A value as the rescued data column writes it: strings as they are, nested values as JSON."""
+    col = F.col(f"`{field.name}`")
+    if isinstance(field.dataType, StringType):
+        return col
+    if isinstance(field.dataType, (StructType, ArrayType, MapType)):
+        return F.to_json(col)
+    return col.cast("string")
 
 
 def _header_width(path: Path, sep: str) -> int:

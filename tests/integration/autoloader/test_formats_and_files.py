@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -126,6 +127,25 @@ def test_parquet_partitions_and_new_columns(flow: Callable[..., Flow], spark: ob
     with pytest.raises(UnknownFieldError, match=r"\[s\.y\]"):  # Spark's parquet reader would drop s.y silently
         g.run()
     assert [r["s"].asDict() for r in g.run()] == [{"x": 2, "y": "new"}]
+
+
+def test_parquet_rescue_mode_keeps_new_columns_in_the_rescued_data(flow: Callable[..., Flow]) -> None:
+    """rescue mode (and a user schema with rescuedDataColumn): columns a parquet file has and the schema lacks are
+    rescued with the file's path, not dropped; the schema does not change."""
+    f = flow({"cloudFiles.format": "parquet", "cloudFiles.schemaEvolutionMode": "rescue"})
+    sp = f.spark
+    sp.createDataFrame([(1, "a")], "id BIGINT, v STRING").write.parquet(str(f.src / "a"))
+    f.run()
+    sp.createDataFrame([(2, "b", 9.5, (1, "x")), (3, "c", None, None)],
+                       "id BIGINT, v STRING, w DOUBLE, s STRUCT<k: INT, t: STRING>").write.parquet(str(f.src / "b"))
+    rows = {r["id"]: r for r in f.run()}
+    assert f.columns == ["id", "v", "_rescued_data"]
+    data = rescued(rows[2]["_rescued_data"])
+    assert data is not None and data["w"] == "9.5" and json.loads(data["s"]) == {"k": 1, "t": "x"}
+    assert "/b/" in data["_file_path"] and rows[3]["_rescued_data"] is None  # nothing to rescue: NULL
+    g = flow({"cloudFiles.format": "parquet", "rescuedDataColumn": "_rescued"}, schema="id BIGINT", name="g")
+    sp.createDataFrame([(4, "d")], "id BIGINT, v STRING").write.parquet(str(g.src / "a"))
+    assert [(r["id"], rescued(r["_rescued"])["v"]) for r in g.run()] == [(4, "d")]  # type: ignore[index]
 
 
 def test_text_binary_xml_and_avro(flow: Callable[..., Flow]) -> None:
