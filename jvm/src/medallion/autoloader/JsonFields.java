@@ -66,7 +66,7 @@ public final class JsonFields implements UDF1<String, Row> {
   private transient StringWriter text;
   private transient JsonGenerator copier;
   private transient DataType[] nested;
-  private transient StringWriter sideText;
+  private transient StringWriter sideBuffer;
   private transient JsonGenerator side;
   private transient Map<String, String> unknown;
 
@@ -96,9 +96,9 @@ public final class JsonFields implements UDF1<String, Row> {
         if (at != null && nested[at] != null) {
           values[at] = checkedText(parser, nested[at], key);
         } else if (at != null) {
-          values[at] = valueText(parser);
+          values[at] = valueText(parser, copier, text);
         } else {
-          addUnknown(key, valueText(parser));
+          addUnknown(key, valueText(parser, copier, text));
         }
       }
       if (token != JsonToken.END_OBJECT) {
@@ -146,7 +146,7 @@ public final class JsonFields implements UDF1<String, Row> {
         parser.nextToken();
         scala.Option<Object> index = struct.getFieldIndex(key);
         if (index.isEmpty()) {
-          addUnknown(path + "." + key, sideText(parser));
+          addUnknown(path + "." + key, valueText(parser, side, sideBuffer));
         } else {
           StructField field = struct.fields()[(Integer) index.get()];
           copier.writeFieldName(key);
@@ -182,7 +182,7 @@ public final class JsonFields implements UDF1<String, Row> {
     if (fits(parser, type)) {
       walk(parser, type, path);
     } else {
-      addUnknown(path, sideText(parser));
+      addUnknown(path, valueText(parser, side, sideBuffer));
       copier.writeNull();
     }
   }
@@ -232,22 +232,11 @@ public final class JsonFields implements UDF1<String, Row> {
     return true;
   }
 
-  private String sideText(JsonParser parser) throws IOException {
-    JsonToken token = parser.currentToken();
-    if (token == JsonToken.VALUE_STRING) {
-      return parser.getText();
-    }
-    if (token == JsonToken.VALUE_NULL) {
-      return null;
-    }
-    side.copyCurrentStructure(parser);
-    side.flush();
-    String out = sideText.toString();
-    sideText.getBuffer().setLength(0);
-    return out;
-  }
-
-  private String valueText(JsonParser parser) throws IOException {
+  /**
+   * The current value's raw text, re-written by {@code out} (into {@code buffer}) unless it is a string, a null
+   * or a canonical integer. Nested unknown values use a generator of their own, as the main one may be mid-value.
+   */
+  private static String valueText(JsonParser parser, JsonGenerator out, StringWriter buffer) throws IOException {
     JsonToken token = parser.currentToken();
     if (token == JsonToken.VALUE_STRING) {
       return parser.getText();
@@ -261,11 +250,11 @@ public final class JsonFields implements UDF1<String, Row> {
         return digits;  // what re-writing it would give: skip the generator
       }
     }
-    copier.copyCurrentStructure(parser);
-    copier.flush();
-    String out = text.toString();
-    text.getBuffer().setLength(0);
-    return out;
+    out.copyCurrentStructure(parser);
+    out.flush();
+    String result = buffer.toString();
+    buffer.getBuffer().setLength(0);
+    return result;
   }
 
   /** An integer literal Jackson writes back unchanged: no leading zero (and not "-0"), no plus sign. */
@@ -304,8 +293,8 @@ public final class JsonFields implements UDF1<String, Row> {
     text = new StringWriter();
     copier = factory.createGenerator(text);
     copier.setRootValueSeparator(null);
-    sideText = new StringWriter();
-    side = factory.createGenerator(sideText);
+    sideBuffer = new StringWriter();
+    side = factory.createGenerator(sideBuffer);
     side.setRootValueSeparator(null);
   }
 
