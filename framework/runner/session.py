@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from framework.errors import EnvironmentSetupError
-from framework.runner.jars import framework_jar
+from framework.runner.jars import build_framework_jar, framework_jar
 from framework.settings import LocalSparkSettings, load_local_settings
 
 if TYPE_CHECKING:
@@ -40,6 +40,10 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     for key, value in conf.items():
         builder = builder.config(key, value)
     own = framework_jar(settings)
+    if own is not None and not own.exists():  # jvm/src changed since set-up: build it now (a few seconds)
+        print(f"session: building {own.name} from jvm/src (the Java sources changed since `make setup`)",
+              file=sys.stderr)
+        own = build_framework_jar(settings)
     if own is not None and own.exists():
         jars = [*jars, own]
         # Hadoop's local file system forks `chmod` for every file it creates (no native library in pyspark);
