@@ -48,42 +48,57 @@ def commit_time_s(checkpoint: Path, batch_id: int) -> float | None:
         return None
 
 
-def _read_log_file(path: Path) -> list[dict[str, object]]:
-    entries = []
+@dataclass(frozen=True)
+class _Log:
+    """One file of a source log: its lines, and (line index, entry) for each entry under the source root."""
+
+    path: Path
+    lines: list[str]
+    entries: list[tuple[int, LoggedFile]]
+
+
+def _read_log(log: Path, source_root: Path) -> _Log:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = log.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        return []
-    for line in lines[1:]:  # first line is the log version ("v1")
-        line = line.strip()
-        if line:
-            entries.append(json.loads(line))
-    return entries
+        return _Log(log, [], [])
+    batch_default = int(log.name.split(".")[0])
+    entries = []
+    for i, line in enumerate(lines[1:], start=1):  # first line is the log version ("v1")
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        local = to_local(str(entry["path"]))
+        if is_inside(local, source_root) or local == source_root:
+            entries.append((i, LoggedFile(local, int(str(entry.get("timestamp", 0))),
+                                          int(str(entry.get("batchId", batch_default))))))
+    return _Log(log, lines, entries)
+
+
+def _source_dirs(checkpoint: Path) -> list[Path]:
+    sources = checkpoint / "sources"
+    return sorted(p for p in sources.iterdir() if p.is_dir()) if sources.is_dir() else []
+
+
+def _log_files(source_dir: Path) -> list[Path]:
+    """The numbered batch files and the ``.compact`` files of one source log."""
+    return [p for p in source_dir.iterdir() if p.is_file() and p.name.split(".")[0].isdigit()
+            and (p.name.isdigit() or p.name.endswith(".compact"))]
 
 
 def logged_files(checkpoint: Path, source_root: Path) -> list[LoggedFile]:
-    """Every file any source of this checkpoint logged under ``source_root`` (committed or not)."""
+    """Every file any source of this checkpoint logged under ``source_root`` (committed or not): the latest
+    compact file and the batch files after it, as Spark restores them."""
     result: dict[tuple[Path, int], LoggedFile] = {}
-    sources = checkpoint / "sources"
-    if not sources.is_dir():
-        return []
-    for source_dir in sorted(p for p in sources.iterdir() if p.is_dir()):
-        files = [p for p in source_dir.iterdir() if p.name.split(".")[0].isdigit()]
+    for source_dir in _source_dirs(checkpoint):
+        files = _log_files(source_dir)
         compacts = sorted((p for p in files if p.name.endswith(".compact")), key=lambda p: int(p.name.split(".")[0]))
-        start = -1
-        chosen: list[Path] = []
-        if compacts:
-            chosen.append(compacts[-1])
-            start = int(compacts[-1].name.split(".")[0])
-        chosen += sorted((p for p in files if p.name.isdigit() and int(p.name) > start), key=lambda p: int(p.name))
+        start = int(compacts[-1].name.split(".")[0]) if compacts else -1
+        chosen = compacts[-1:] + sorted((p for p in files if p.name.isdigit() and int(p.name) > start),
+                                        key=lambda p: int(p.name))
         for log in chosen:
-            batch_default = int(log.name.split(".")[0])
-            for entry in _read_log_file(log):
-                local = to_local(str(entry["path"]))
-                if not is_inside(local, source_root) and local != source_root:
-                    continue
-                batch = int(str(entry.get("batchId", batch_default)))
-                result[(local, batch)] = LoggedFile(local, int(str(entry.get("timestamp", 0))), batch)
+            for _, entry in _read_log(log, source_root).entries:
+                result[(entry.path, entry.batch_id)] = entry
     return sorted(result.values(), key=lambda f: (f.batch_id, str(f.path)))
 
 
@@ -96,11 +111,6 @@ def uncommitted_files(checkpoint: Path, source_root: Path) -> list[LoggedFile]:
     """Files of planned batches that have no commit yet (a failed batch that will be replayed)."""
     done = set(committed_batches(checkpoint))
     return [f for f in logged_files(checkpoint, source_root) if f.batch_id not in done]
-
-
-def _log_files(source_dir: Path) -> list[Path]:
-    return [p for p in source_dir.iterdir() if p.is_file() and p.name.split(".")[0].isdigit()
-            and (p.name.isdigit() or p.name.endswith(".compact"))]
 
 
 def forget_rewritten(checkpoint: Path, source_root: Path) -> list[Path]:
@@ -116,54 +126,39 @@ def forget_rewritten(checkpoint: Path, source_root: Path) -> list[Path]:
     Returns:
         The files that will be ingested again.
     """
-    sources = checkpoint / "sources"
-    if not sources.is_dir():
-        return []
     done = set(committed_batches(checkpoint))
     forgotten: set[Path] = set()
-    for source_dir in sorted(p for p in sources.iterdir() if p.is_dir()):
+    for source_dir in _source_dirs(checkpoint):
+        logs = [_read_log(log, source_root) for log in _log_files(source_dir)]
         latest: dict[Path, LoggedFile] = {}
-        for entry in logged_files_in(source_dir, source_root):
+        for _, entry in (e for log in logs for e in log.entries):
             if entry.path not in latest or entry.batch_id >= latest[entry.path].batch_id:
                 latest[entry.path] = entry
-        stale: set[str] = set()
-        for path, entry in latest.items():
-            if entry.batch_id not in done:
-                continue
-            try:
-                mtime_ms = path.stat().st_mtime_ns // 1_000_000
-            except FileNotFoundError:
-                continue
-            if mtime_ms > entry.timestamp_ms:
-                stale.add(str(path))
-        if stale:
-            _drop_entries(source_dir, stale)
-            forgotten.update(Path(p) for p in stale)
+        stale = {path for path, entry in latest.items() if entry.batch_id in done and _changed(path, entry)}
+        for log in logs:
+            dropped = {i for i, entry in log.entries if entry.path in stale}
+            if dropped:
+                _rewrite(log.path, [line for i, line in enumerate(log.lines) if i not in dropped])
+        forgotten |= stale
     return sorted(forgotten, key=str)
 
 
 def logged_files_in(source_dir: Path, source_root: Path) -> list[LoggedFile]:
     """The entries of one source log (every log file still present, compact files included) under the root."""
-    out = []
-    for log in _log_files(source_dir):
-        batch_default = int(log.name.split(".")[0])
-        for entry in _read_log_file(log):
-            local = to_local(str(entry["path"]))
-            if is_inside(local, source_root) or local == source_root:
-                out.append(LoggedFile(local, int(str(entry.get("timestamp", 0))),
-                                      int(str(entry.get("batchId", batch_default)))))
-    return out
+    return [entry for log in _log_files(source_dir) for _, entry in _read_log(log, source_root).entries]
 
 
-def _drop_entries(source_dir: Path, paths: set[str]) -> None:
-    """Rewrite every log file of ``source_dir`` without the entries of ``paths`` (atomic per file)."""
-    for log in _log_files(source_dir):
-        lines = log.read_text(encoding="utf-8").splitlines()
-        kept = lines[:1] + [line for line in lines[1:]
-                            if not line.strip() or str(to_local(str(json.loads(line)["path"]))) not in paths]
-        if len(kept) == len(lines):
-            continue
-        tmp = log.with_name(f".{log.name}.rewrite.tmp")
-        tmp.write_text("\n".join(kept), encoding="utf-8")  # as Spark writes it: no final newline
-        tmp.replace(log)
-        log.with_name(f".{log.name}.crc").unlink(missing_ok=True)  # the old checksum no longer matches
+def _changed(path: Path, entry: LoggedFile) -> bool:
+    """The file's modification time is newer than the logged one (a vanished file has not changed)."""
+    try:
+        return path.stat().st_mtime_ns // 1_000_000 > entry.timestamp_ms
+    except FileNotFoundError:
+        return False
+
+
+def _rewrite(log: Path, lines: list[str]) -> None:
+    """Replace a log file atomically with these lines (as Spark writes it: no final newline)."""
+    tmp = log.with_name(f".{log.name}.rewrite.tmp")
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    tmp.replace(log)
+    log.with_name(f".{log.name}.crc").unlink(missing_ok=True)  # the old checksum no longer matches

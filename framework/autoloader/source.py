@@ -73,7 +73,8 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
         clean_committed(opts, root, checkpoint)
     store = SchemaStore(opts.schema_location or default_schema_location)
     mode = opts.evolution_mode or ("none" if user_schema is not None else "addNewColumns")
-    sample = list_files(root, opts.path_glob_filter)[: schemas.SAMPLE_FILES] if root.exists() else []
+    listed = list_files(root, opts.path_glob_filter) if root.exists() else []  # once per call, oldest first
+    sample = listed[: schemas.SAMPLE_FILES]
 
     if user_schema is not None:
         partition_names = (set(opts.partition_columns) if opts.partition_columns is not None
@@ -83,7 +84,7 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
         partitions = StructType([f for f in user_schema.fields if f.name in partition_names])
         rescued = opts.rescued_data_column
     else:
-        stored = _stored_schema(spark, opts, store, root, sample, checkpoint, mode)
+        stored = _stored_schema(spark, opts, store, root, listed, checkpoint, mode)
         hints = schemas.parse_ddl(spark, opts.schema_hints, "cloudFiles.schemaHints") if opts.schema_hints else None
         data, partitions = stored.data, stored.partitions
         if hints is not None:
@@ -101,8 +102,8 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
                         guard=mode if mode in ("addNewColumns", "failOnNewColumns") else None,
                         case_sensitive=opts.reader_case_sensitive,
                         schema_location=str(store.root))
-    cutoff = _existing_files_cutoff(opts, store, root, checkpoint)
-    extras = (_extra_columns(spark, opts, root, checkpoint, StructType(data.fields + partitions.fields))
+    cutoff = _existing_files_cutoff(opts, store, listed, checkpoint)
+    extras = (_extra_columns(spark, opts, root, listed, checkpoint, StructType(data.fields + partitions.fields))
               if opts.format in NATIVE_TYPED and rescued is not None and plan.guard is None else StructType([]))
     try:
         return _build(spark, opts, root, plan, sample, cutoff, extras)
@@ -133,7 +134,8 @@ def _check_format_available(spark: SparkSession, fmt: str) -> None:
 
 
 def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaStore, root: Path,
-                   sample: list[ListedFile], checkpoint: Path | None, mode: str) -> StoredSchema:
+                   listed: list[ListedFile], checkpoint: Path | None, mode: str) -> StoredSchema:
+    sample = listed[: schemas.SAMPLE_FILES]
     stored = store.latest()
     if stored is None:
         data = schemas.infer_data_schema(spark, opts, sample)
@@ -155,7 +157,7 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
     if opts.format in TEXT_PARSED:
         if mode != "addNewColumns":
             return stored
-        pending = _pending_files(store, root, checkpoint, opts)
+        pending = _pending_files(store, root, checkpoint, listed)
         if not pending:
             return stored
         widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, pending),
@@ -165,7 +167,7 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
             log.info("cloudFiles: schema v%d adds %s", stored.version, ", ".join(added))
         return stored
     if opts.format in NATIVE_TYPED:
-        unseen = _unseen_files(opts, root, checkpoint)
+        unseen = _unseen_files(root, listed, checkpoint)
         if not unseen:
             return stored
         widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, unseen, every_file=True),
@@ -187,17 +189,17 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
     return stored
 
 
-def _unseen_files(opts: CloudFilesOptions, root: Path, checkpoint: Path | None) -> list[ListedFile]:
-    """Non-empty files under the root that no committed batch ingested."""
+def _unseen_files(root: Path, listed: list[ListedFile], checkpoint: Path | None) -> list[ListedFile]:
+    """The non-empty listed files that no committed batch ingested."""
     done = {f.path for f in ckpt.committed_files(checkpoint, root)} if checkpoint is not None else set()
-    return [f for f in list_files(root, opts.path_glob_filter) if f.path not in done and f.size > 0]
+    return [f for f in listed if f.path not in done and f.size > 0]
 
 
-def _extra_columns(spark: SparkSession, opts: CloudFilesOptions, root: Path, checkpoint: Path | None,
-                   known: StructType) -> StructType:
+def _extra_columns(spark: SparkSession, opts: CloudFilesOptions, root: Path, listed: list[ListedFile],
+                   checkpoint: Path | None, known: StructType) -> StructType:
     """Columns of the files still to ingest that the schema lacks (case-insensitively): for a schema-bearing
     format in rescue/none mode they are read too and go to the rescued data column, not dropped."""
-    unseen = _unseen_files(opts, root, checkpoint)
+    unseen = _unseen_files(root, listed, checkpoint)
     if not unseen:
         return StructType([])
     names = {f.name.lower() for f in known.fields}
@@ -206,7 +208,7 @@ def _extra_columns(spark: SparkSession, opts: CloudFilesOptions, root: Path, che
 
 
 def _pending_files(store: SchemaStore, root: Path, checkpoint: Path | None,
-                   opts: CloudFilesOptions) -> list[ListedFile]:
+                   listed: list[ListedFile]) -> list[ListedFile]:
     """Files whose batch failed (planned, not committed): where a new column stopped the stream."""
     if checkpoint is not None:
         out = []
@@ -219,7 +221,7 @@ def _pending_files(store: SchemaStore, root: Path, checkpoint: Path | None,
         return out
     versions = store.versions()
     written_ms = int((store.schemas / str(versions[-1])).stat().st_mtime * 1000) if versions else 0
-    return [f for f in list_files(root, opts.path_glob_filter) if f.mtime_ms >= written_ms][: schemas.SAMPLE_FILES]
+    return [f for f in listed if f.mtime_ms >= written_ms][: schemas.SAMPLE_FILES]
 
 
 def _partition_schema(opts: CloudFilesOptions, root: Path, sample: list[ListedFile]) -> StructType:
@@ -230,7 +232,7 @@ def _partition_schema(opts: CloudFilesOptions, root: Path, sample: list[ListedFi
     return schemas.infer_partitions(root, sample)
 
 
-def _existing_files_cutoff(opts: CloudFilesOptions, store: SchemaStore, root: Path,
+def _existing_files_cutoff(opts: CloudFilesOptions, store: SchemaStore, listed: list[ListedFile],
                            checkpoint: Path | None) -> int | None:
     """includeExistingFiles=false: the newest modification time (ms) present at the stream's first start."""
     if opts.include_existing_files:
@@ -238,8 +240,7 @@ def _existing_files_cutoff(opts: CloudFilesOptions, store: SchemaStore, root: Pa
     state = store.state()
     first_start = not ckpt.has_started(checkpoint) if checkpoint is not None else "existingFilesCutoffMs" not in state
     if first_start:
-        files = list_files(root, opts.path_glob_filter) if root.exists() else []
-        cutoff = max((f.mtime_ms for f in files), default=0)
+        cutoff = max((f.mtime_ms for f in listed), default=0)
         store.update_state(existingFilesCutoffMs=cutoff)
         return cutoff
     value = state.get("existingFilesCutoffMs")

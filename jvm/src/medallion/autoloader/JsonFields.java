@@ -122,12 +122,8 @@ public final class JsonFields implements UDF1<String, Row> {
 
   /** The compact text of a nested value, without the keys its type does not know (those go to the unknowns). */
   private String checkedText(JsonParser parser, DataType type, String path) throws IOException {
-    JsonToken token = parser.currentToken();
-    if (token == JsonToken.VALUE_STRING) {
-      return parser.getText();
-    }
-    if (token == JsonToken.VALUE_NULL) {
-      return null;
+    if (!parser.currentToken().isStructStart()) {
+      return valueText(parser, copier, text);  // a scalar: nothing nested to check
     }
     walk(parser, type, path);
     copier.flush();
