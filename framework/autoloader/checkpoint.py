@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from framework.autoloader.paths import is_inside, to_local
+from framework.errors import AutoLoaderError
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,13 @@ def _read_log(log: Path, source_root: Path) -> _Log:
     for i, line in enumerate(lines[1:], start=1):  # first line is the log version ("v1")
         if not line.strip():
             continue
-        entry = json.loads(line)
-        local = to_local(str(entry["path"]))
+        try:
+            entry = json.loads(line)
+            local = to_local(str(entry["path"]))
+        except (ValueError, KeyError) as exc:
+            raise AutoLoaderError(f"streaming checkpoint file {log}, line {i + 1}, is not a file-source log entry "
+                                  f"({exc}); restore the file, or run a full refresh of the flow to rebuild its "
+                                  "checkpoint") from None
         if is_inside(local, source_root) or local == source_root:
             entries.append((i, LoggedFile(local, int(str(entry.get("timestamp", 0))),
                                           int(str(entry.get("batchId", batch_default))))))

@@ -6,7 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from framework.autoloader.checkpoint import forget_rewritten, logged_files_in
+from framework.errors import AutoLoaderError
 
 
 def _log(path: Path, *entries: tuple[Path, int, int]) -> None:
@@ -57,3 +60,12 @@ def test_a_file_logged_again_later_is_judged_by_its_latest_entry(tmp_path: Path)
         (ckpt / "commits" / b).write_text("v1\n{}", encoding="utf-8")
     assert forget_rewritten(ckpt, root) == []
     assert forget_rewritten(tmp_path / "no-checkpoint", root) == []
+
+
+def test_a_damaged_log_line_names_the_file_and_line(tmp_path: Path) -> None:
+    root, ckpt = tmp_path / "landing", tmp_path / "checkpoint"
+    log = ckpt / "sources" / "0" / "0"
+    _log(log, (_file(root, "a.json", 1_000), 1_000, 0))
+    log.write_text(log.read_text(encoding="utf-8") + "\n{not json", encoding="utf-8")
+    with pytest.raises(AutoLoaderError, match=r"checkpoint file .*/sources/0/0, line 3, is not a file-source log"):
+        forget_rewritten(ckpt, root)
