@@ -206,8 +206,22 @@ def bench_p1_p2(spark: Any, work: Path, landing: Path, extra: Path, runs: int, p
 
     base_metrics: list[dict[str, object]] = []
 
+    # Same Spark settings on both sides: below the small-update limit (conf/spark.yaml) the framework runs its
+    # first update with the small_updates settings, so the baseline runs with them too.
+    from framework.runner.sizing import InputLog, session_conf, small_update_reason
+    from framework.settings import load_local_settings
+
+    small = load_local_settings().small_updates
+    inputs = InputLog()
+    inputs.path(str(landing))
+    small_conf = small.spark_conf if small_update_reason(inputs, fw_storage / "tables", small) else {}
+    if small_conf:
+        print(f"  small updates (inputs below {small.max_input_bytes} bytes): both sides run with "
+              f"{sorted(small_conf)}", file=sys.stderr, flush=True)
+
     def hand(_: int) -> None:
-        base_metrics.append(dict(baseline.run()))
+        with session_conf(spark, small_conf):
+            base_metrics.append(dict(baseline.run()))
         pending.append("baseline")
 
     def incremental(label: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from framework.errors import EnvironmentSetupError
+from framework.runner.sizing import SmallUpdates
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +27,7 @@ class LocalSparkSettings:
     spark_conf: dict[str, str] = field(default_factory=dict)
     jar_coordinates: tuple[str, ...] = ()
     jar_cache_dir: Path = Path(".cache/jars")
+    small_updates: SmallUpdates = field(default_factory=SmallUpdates)
 
     def jar_paths(self) -> list[Path]:
         """Local paths of the configured Maven jars (``group:artifact:version`` → ``artifact-version.jar``)."""
@@ -48,5 +50,12 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     if not cache.is_absolute():
         cache = root / cache
     conf = {str(k): str(v) for k, v in (raw.get("spark_conf") or {}).items()}
+    small = raw.get("small_updates") or {}
+    try:
+        small_updates = SmallUpdates(int(small.get("max_input_bytes", 0)),
+                                     {str(k): str(v) for k, v in (small.get("spark_conf") or {}).items()})
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise EnvironmentSetupError(f"{path}: small_updates must hold max_input_bytes (a number of bytes) and "
+                                    f"spark_conf (a mapping): {exc}") from None
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
-                              jar_cache_dir=cache)
+                              jar_cache_dir=cache, small_updates=small_updates)

@@ -114,7 +114,6 @@ class Scd1Applier:
         floor = F.broadcast(floor_parts.agg(F.max(SEQ).alias("__floor")))
         if batch_truncate.limit(1).count():
             self._truncate_target(spark, batch_truncate.agg(F.max(SEQ).alias("__floor")), batch_id, app_id)
-            self.ctx.ensure_table(self.truncates_path, batch_truncate)
             self.ctx.writer.append(batch_truncate.agg(F.max(SEQ).alias(SEQ)), self.truncates_path,
                                    f"{app_id}/truncates", batch_id)
         return (events.filter(F.col(OP) != TRUNCATE).crossJoin(floor)
@@ -211,7 +210,6 @@ class Scd1Applier:
             if not has_deletes:
                 return
             deletes = changes.filter(F.col(OP) == DELETE).select(*keys, SEQ)
-            self.ctx.ensure_table(self.tombstones_path, deletes)
             self.ctx.writer.append(deletes, self.tombstones_path, f"{app_id}/tombstones", batch_id)
             return
         entries = changes.select(*keys, SEQ, (F.col(OP) == DELETE).alias(DELETED))

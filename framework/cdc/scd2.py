@@ -29,6 +29,7 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from framework.cdc.columns import END_AT, START_AT, ColumnPlan
 from framework.cdc.context import (
@@ -66,13 +67,15 @@ def _differs(left: Column, right: Column) -> Column:
 class Scd2Applier:
     """Applies batches of prepared events to an SCD 2 target."""
 
-    def __init__(self, ctx: TargetContext, plan: ColumnPlan, is_masked: bool, target_is_new: bool = False) -> None:
+    def __init__(self, ctx: TargetContext, plan: ColumnPlan, is_masked: bool,
+                 new_target: StructType | None = None) -> None:
         self.ctx = ctx
         self.plan = plan
         self.is_masked = is_masked
         self.tombstones_path = ctx.state_table("tombstones")
-        # The target was created empty for this batch (a first load): nothing to read back, nothing to match.
-        self.target_is_new = target_is_new
+        # The schema of a target that does not exist yet (a first load): nothing to read back, nothing to match,
+        # and the batch's append creates it.
+        self.new_target = new_target
 
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
@@ -83,9 +86,9 @@ class Scd2Applier:
             new = reduced.drop(PROBLEM, COUNT)
             keys = list(self.plan.keys)
             batch_keys = new.select(*keys).distinct()
-            target = self.ctx.read(self.ctx.target_path)
-            # LIMIT 0 on a new (empty) target: Spark's optimizer then drops the joins against it altogether
-            existing = target.limit(0) if self.target_is_new else target.join(batch_keys, keys, "left_semi")
+            # an empty target: Spark's optimizer then drops the joins against it altogether
+            existing = (self.ctx.spark.createDataFrame([], self.new_target) if self.new_target is not None
+                        else self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi"))
             old = self._old_events(existing, batch_keys)
             end_type = existing.schema[END_AT].dataType
             fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
@@ -104,10 +107,10 @@ class Scd2Applier:
                     F.lit("tombstone").alias(ACTION))
                 changes = materialize(self._changes(timeline).unionByName(tombstones))
             rows = changes.filter(F.col(ACTION) != "tombstone")
-            counts = self._append(rows, batch_id, app_id) if self.target_is_new else self._merge(rows, batch_id, app_id)
+            counts = (self._append(rows, batch_id, app_id) if self.new_target is not None
+                      else self._merge(rows, batch_id, app_id))
             if num_deletes:
                 deletes = changes.filter(F.col(ACTION) == "tombstone").select(*keys, F.col(START_AT).alias(SEQ))
-                self.ctx.ensure_table(self.tombstones_path, deletes)
                 self.ctx.writer.append(deletes, self.tombstones_path, f"{app_id}/tombstones", batch_id)
         finally:
             release(reduced)
@@ -205,7 +208,7 @@ class Scd2Applier:
         return rebuilt.unionByName(vanished)
 
     def _append(self, diff: DataFrame, batch_id: int, app_id: str) -> dict[str, Any] | None:
-        """Into a new, empty target every row is an insert: an idempotent append instead of a MERGE."""
+        """Into a new target every row is an insert: an idempotent append (which creates it) instead of a MERGE."""
         inserts = diff.select(*self.plan.output, START_AT, END_AT)
         count = inserts.count()  # the rows are materialized: no recomputation
         self.ctx.writer.append(inserts, self.ctx.target_path, app_id, batch_id)

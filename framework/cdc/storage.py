@@ -91,9 +91,16 @@ class TxnWriter:
 
     @staticmethod
     def append(df: DataFrame, path: str, app_id: str, version: int) -> None:
-        """Append ``df`` to the Delta table at ``path`` unless (app id, version) was already written there."""
-        (df.write.format("delta").mode("append").option("txnAppId", app_id)
-         .option("txnVersion", str(version)).save(path))
+        """Append ``df`` to the Delta table at ``path`` unless (app id, version) was already written there.
+
+        Without a table at ``path`` the append creates it, with :data:`TABLE_PROPERTIES`, in the same commit as
+        its rows (and its transaction id). That is cheaper than creating it empty first: Delta checks the
+        transaction id of an append to an existing table by reconstructing the table's state with Spark jobs."""
+        writer = (df.write.format("delta").mode("append").option("txnAppId", app_id)
+                  .option("txnVersion", str(version)))
+        if not delta_exists(df.sparkSession, path):
+            writer = writer.options(**TABLE_PROPERTIES)
+        writer.save(path)
 
 
 def _snapshot(spark: SparkSession, path: str) -> Any:

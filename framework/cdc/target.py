@@ -140,13 +140,13 @@ class ApplyChangesTarget(CdcTargetBase):
         self.check_compatible()
         plan = self._plan(batch_df)
         events = prepare_events(batch_df, self.spec, plan, self._casts())
-        created = self._ensure_target(plan, events)
+        new_target = self._ensure_target(plan, events)
         is_masked = masked(plan, self.spec)
         applier: Scd1Applier | Scd2Applier
         if self.spec.stored_as_scd_type == 1:
             applier = Scd1Applier(self._ctx, plan, is_masked, self.spec.apply_as_truncates is not None)
         else:
-            applier = Scd2Applier(self._ctx, plan, is_masked, target_is_new=created)
+            applier = Scd2Applier(self._ctx, plan, is_masked, new_target=new_target)
         return applier.apply(events, batch_id, app_id)
 
     # -- helpers -----------------------------------------------------------------------------------------------
@@ -176,16 +176,20 @@ class ApplyChangesTarget(CdcTargetBase):
             casts[SEQ] = start.dataType
         return casts
 
-    def _ensure_target(self, plan: ColumnPlan, events: DataFrame) -> bool:
-        """Create the target (empty) if it does not exist; True when this call created it."""
+    def _ensure_target(self, plan: ColumnPlan, events: DataFrame) -> StructType | None:
+        """Make sure the target can take this batch. An SCD 1 target is created empty if it does not exist; a new
+        SCD 2 target is not: its schema is returned, and the batch's append creates it (see ``TxnWriter.append``).
+        Returns None when the target exists or was created here."""
         if delta_exists(self.spark, self.target_path):
             if read_metadata(self.state_path) is None:
                 write_metadata(self.state_path, self.metadata)
-            return False
+            return None
         fields = list(events.select(*plan.output).schema.fields)
         if self.spec.stored_as_scd_type == 2:
             seq_type = events.schema[SEQ].dataType
             fields += [StructField(START_AT, seq_type, True), StructField(END_AT, seq_type, True)]
-        create_table(self.spark, self.target_path, StructType(fields))
         write_metadata(self.state_path, self.metadata)
-        return True
+        if self.spec.stored_as_scd_type == 2:
+            return StructType(fields)
+        create_table(self.spark, self.target_path, StructType(fields))
+        return None

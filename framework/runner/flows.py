@@ -24,6 +24,7 @@ from framework.quality.engine import (
     sum_observed,
 )
 from framework.registry import normalize_name
+from framework.runner.delta_log import latest_metadata
 from framework.runner.resolve import UpdateContext, call_query_function
 
 if TYPE_CHECKING:
@@ -124,12 +125,19 @@ class FlowExecutor:
         return self.dataset.name if self.dataset is not None else self.flow.target
 
     def _prepare_table(self, path: str, df: DataFrame) -> bool:
-        """Create the Delta table with its declared layout before the first write, so that the first commit
-        already has it (table properties such as ``delta.enableChangeDataFeed``, clustering, the declared
-        schema, the comment). Returns True when it created the table."""
+        """Create the Delta table with its declared layout before the first write when the first commit must
+        already have it: clustering, a declared schema, or ``delta.*`` table properties (such as
+        ``delta.enableChangeDataFeed``, which must cover the first batch). Returns True when it created the
+        table.
+
+        Informational properties and the comment alone do not need it: :meth:`_apply_properties` adds them
+        after the first write. A table created empty costs the first write more than the creation itself:
+        Delta's streaming sink and an overwrite reconstruct the state of an existing table with Spark jobs,
+        which a write that creates the table skips."""
         dataset = self.dataset
         if dataset is None or Path(path).exists() or not (
-                dataset.cluster_by or dataset.table_properties or dataset.schema is not None):
+                dataset.cluster_by or dataset.schema is not None
+                or any(k.lower().startswith("delta.") for k in dataset.table_properties)):
             return False
         from delta.tables import DeltaTable
 
@@ -148,12 +156,29 @@ class FlowExecutor:
         return True
 
     def _apply_properties(self, path: str, created: bool) -> None:
-        """A table created by its first write (nothing for _prepare_table to declare up front) gets its comment
-        afterwards."""
-        if not created or self.dataset is None or not self.dataset.comment:
+        """Give a table its declared comment and table properties when it lacks them: after the write that
+        created it (when :meth:`_prepare_table` had no reason to create it first), after an update that died
+        before this step, or when the declaration changed. One metadata-only commit, and none when the
+        table's newest metadata (read from its log) already matches."""
+        dataset = self.dataset
+        if dataset is None or not (dataset.comment or dataset.table_properties) or not Path(path).exists():
             return
-        self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
-                           f"('comment' = '{_sql_str(self.dataset.comment)}')")
+        wanted = {k: str(v) for k, v in dataset.table_properties.items()}
+        current = latest_metadata(path)
+        if current is None:
+            if not created:
+                return  # a long-lived table whose metadata is in a checkpoint: it was set when it was created
+            missing = dict(wanted)
+            comment = dataset.comment
+        else:
+            configuration = current.get("configuration") or {}
+            missing = {k: v for k, v in wanted.items() if configuration.get(k) != v}
+            comment = dataset.comment if dataset.comment and current.get("description") != dataset.comment else None
+        settings = [f"'{_sql_str(k)}' = '{_sql_str(v)}'" for k, v in missing.items()]
+        if comment:
+            settings.append(f"'comment' = '{_sql_str(comment)}'")
+        if settings:
+            self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({', '.join(settings)})")
 
     def _restore_clustering(self, path: str) -> None:
         """Open-source Delta drops a table's clustering columns when a DataFrame overwrite replaces it (a
@@ -223,7 +248,7 @@ class FlowExecutor:
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
-        precreated = self._prepare_table(path, out)
+        self._prepare_table(path, out)
         writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
         writer = writer.options(**self._delta_options())
         if self.dataset is not None and self.dataset.partition_cols:
@@ -231,7 +256,7 @@ class FlowExecutor:
         _raise_violations(lambda: writer.save(path), self.flow.name, self._dataset_name())
         self._restore_clustering(path)
         self._record(result, dict(observation.get), batches=1)
-        self._apply_properties(path, created and not precreated)
+        self._apply_properties(path, created)
 
     def _run_once(self, result: FlowResult) -> None:
         checkpoint = Path(self.ctx.checkpoint_path(self.flow))
@@ -248,7 +273,7 @@ class FlowExecutor:
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
-        precreated = self._prepare_table(path, out)
+        self._prepare_table(path, out)
         app_id = f"once-{generation_id(str(checkpoint))}"
         writer = (out.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", app_id).option("txnVersion", "0").options(**self._delta_options()))
@@ -258,7 +283,7 @@ class FlowExecutor:
         values = observation.get
         marker.write_text(datetime.now(UTC).isoformat())
         self._record(result, dict(values), batches=1)
-        self._apply_properties(path, created and not precreated)
+        self._apply_properties(path, created)
 
     def _run_streaming(self, result: FlowResult) -> None:
         df = self._conform(self._query())
@@ -270,7 +295,7 @@ class FlowExecutor:
         name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, observation_name=name)
-        precreated = self._prepare_table(path, out)
+        self._prepare_table(path, out)
         checkpoint = self.ctx.checkpoint_path(self.flow)
 
         def start(mode: str) -> Any:
@@ -294,7 +319,7 @@ class FlowExecutor:
                     else {} for p in progresses]
         result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
         self._record(result, sum_observed(observed), batches=sum(1 for p in progresses if p.numInputRows))
-        self._apply_properties(path, created and not precreated)
+        self._apply_properties(path, created)
 
     def _run_sink(self, result: FlowResult) -> None:
         assert self.sink is not None
@@ -334,6 +359,7 @@ class FlowExecutor:
         spec = self.flow.cdc
         assert spec is not None and self.dataset is not None
         path = self.ctx.table_path(self.target_key)
+        created = not Path(path).exists()
         checkpoint = self.ctx.checkpoint_path(self.flow)
         target = ApplyChangesTarget(self.ctx.spark, spec, self.dataset.name, path,
                                     self._cdc_state_path(), target_schema=self.dataset.schema)
@@ -356,13 +382,16 @@ class FlowExecutor:
         result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
         result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
         result.batches = len(metrics)
+        self._apply_properties(path, created)
 
     def _run_snapshot_cdc(self, result: FlowResult) -> None:
         from framework.cdc import SnapshotTarget
 
         spec = self.flow.snapshot_cdc
         assert spec is not None and self.dataset is not None
-        target = SnapshotTarget(self.ctx.spark, spec, self.dataset.name, self.ctx.table_path(self.target_key),
+        path = self.ctx.table_path(self.target_key)
+        created = not Path(path).exists()
+        target = SnapshotTarget(self.ctx.spark, spec, self.dataset.name, path,
                                 self._cdc_state_path(), target_schema=self.dataset.schema)
 
         def resolve_source(name: str) -> DataFrame:
@@ -373,6 +402,7 @@ class FlowExecutor:
         result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
         result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
         result.batches = len(metrics)
+        self._apply_properties(path, created)
 
     def _cdc_state_path(self) -> str:
         return str(self.ctx.spec.storage / "system" / "apply_changes" / self.target_key)

@@ -101,10 +101,18 @@ class ReaderProxy:
         if mapped_options:
             reader = reader.options(**mapped_options)
         if path is None:
+            if "path" in mapped_options:
+                self._ctx.inputs.path(mapped_options["path"])
+            else:
+                self._ctx.inputs.unknown(f"{self._format or 'default'} source")
             return reader.load()
         if isinstance(path, (list, tuple)):
-            return reader.load([self._ctx.map_path(p) for p in path])
+            paths = [self._ctx.map_path(p) for p in path]
+            for local_path in paths:
+                self._ctx.inputs.path(local_path)
+            return reader.load(paths)
         local = self._ctx.map_path(path)
+        self._ctx.inputs.path(local)
         if self._streaming and local not in self._ctx.watched_paths:
             self._ctx.watched_paths.append(local)
         return reader.load(local)
@@ -164,10 +172,29 @@ class SessionProxy:
                 return reader.sql_reference(match.group(1))
 
             query = _LIVE_REF.sub(replace, query)
-        return self._ctx.spark.sql(translate_databricks_sql(query), *args, **kwargs)
+        query = translate_databricks_sql(query)
+        for name in _relations(self._ctx.spark, query):
+            if not name.startswith("__live_"):
+                self._ctx.inputs.unknown(f"table {name} (SQL)")
+        return self._ctx.spark.sql(query, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx.spark, name)
+
+
+def _relations(spark: SparkSession, query: str) -> list[str]:
+    """The tables and views a SQL text reads (parsed, not analysed); ``["?"]`` when it does not parse."""
+    try:
+        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(query)
+        leaves = plan.collectLeaves()
+        names = []
+        for i in range(leaves.size()):
+            leaf = leaves.apply(i)
+            if leaf.getClass().getSimpleName() == "UnresolvedRelation":
+                names.append(str(leaf.tableName()).lower())
+        return names
+    except Exception:
+        return ["?"]
 
 
 @contextmanager

@@ -18,6 +18,8 @@ from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
 from framework.errors import PipelineError, Problem
 from framework.graph import NameResolver, PipelineGraph, Read, build_graph
 from framework.registry import Registry, normalize_name
+from framework.runner.delta_log import appended_since_creation
+from framework.runner.sizing import InputLog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,6 +50,7 @@ class UpdateContext:
     problems: list[Problem] = field(default_factory=list)
     watched_paths: list[str] = field(default_factory=list)  # folders of file sources (for `medallion watch`)
     cloud_sources: dict[str, list[tuple[str, dict[str, str], str]]] = field(default_factory=dict)
+    inputs: InputLog = field(default_factory=InputLog)  # what the query functions read (small updates)
     _resolving: list[str] = field(default_factory=list)
     _current: contextvars.ContextVar[FlowReader | None] = field(
         default_factory=lambda: contextvars.ContextVar("medallion_flow_reader", default=None))
@@ -102,6 +105,7 @@ class UpdateContext:
         flow = self.registry.flows[reader.flow_key]
         if path not in self.watched_paths:
             self.watched_paths.append(path)
+        self.inputs.path(path)
         if reader.phase == "execute":
             self.cloud_sources.setdefault(reader.flow_key, []).append(
                 (path, dict(options), self.checkpoint_path(flow)))
@@ -289,6 +293,7 @@ class FlowReader:
                 raise PipelineError(f"'{name}' is not a dataset of this pipeline"
                                     f"{self.ctx.registry.did_you_mean(name.split('.')[-1])}",
                                     code="UNRESOLVED_DATASET")
+            self.ctx.inputs.unknown(f"table {name}")
             return external_read(self.ctx.spark, name, streaming)
         dataset = self.ctx.registry.datasets[internal]
         if self.phase == "resolve":
@@ -322,8 +327,20 @@ class FlowReader:
                 f"dataset '{dataset.name}' has no data yet ({path} does not exist): run the update without "
                 "a selection, or include it in --select", code="DATASET_NOT_MATERIALIZED")
         if streaming:
-            return spark.readStream.format("delta").load(path)
+            stream = spark.readStream.format("delta")
+            if self._fresh_checkpoint() and appended_since_creation(path):
+                # same rows as the initial snapshot, without its state reconstruction (see delta_log)
+                stream = stream.option("startingVersion", "0")
+            return stream.load(path)
         return spark.read.format("delta").load(path)
+
+    def _fresh_checkpoint(self) -> bool:
+        """True when the reading flow has no stream offsets yet (Delta ignores a starting version otherwise)."""
+        flow = self.ctx.registry.flows.get(self.flow_key)
+        if flow is None:
+            return False
+        offsets = Path(self.ctx.checkpoint_path(flow)) / "offsets"
+        return not offsets.is_dir() or not any(offsets.iterdir())
 
 
 def flow_kind_label(flow: Flow, kinds: dict[str, DatasetKind]) -> str:

@@ -29,7 +29,9 @@ from framework.runner.flows import FlowExecutor, FlowResult, clear_dataset, exce
 from framework.runner.proxy import SessionProxy, mapped_writer_paths
 from framework.runner.resolve import UpdateContext, flow_kind_label, local_table_name
 from framework.runner.session import get_or_create_session
+from framework.runner.sizing import session_conf, small_update_reason
 from framework.runner.summary import print_summary
+from framework.settings import load_local_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,6 +62,7 @@ class UpdateResult:
     report: Path | None = None
     error: BaseException | None = None
     kinds: dict[str, str] = field(default_factory=dict)
+    small_update: str | None = None  # why the small_updates settings applied (conf/spark.yaml); None if not
 
     def flow(self, name: str) -> FlowResult:
         return next(f for f in self.flows if f.flow.lower() == name.lower())
@@ -185,7 +188,13 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
                 events.emit("update_progress", "Update is RUNNING.", details={"state": "RUNNING"})
                 selected = _selection(graph, options)
                 _full_refresh(ctx, graph, options, selected)
-                result.flows = _execute(ctx, graph, selected, events, options, out)
+                small = load_local_settings().small_updates
+                result.small_update = small_update_reason(ctx.inputs, spec.tables_dir, small)
+                if result.small_update is not None:
+                    print(f"  small update ({result.small_update}): {', '.join(sorted(small.spark_conf))} "
+                          "set for its flows", file=out)
+                with session_conf(spark, small.spark_conf if result.small_update else {}):
+                    result.flows = _execute(ctx, graph, selected, events, options, out)
                 _register_tables(ctx, graph, only_existing=True)
             result.kinds = {k: v.value for k, v in graph.kinds.items()}
             failed = [f for f in result.flows if f.status == "FAILED"]

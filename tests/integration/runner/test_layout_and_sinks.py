@@ -365,3 +365,34 @@ def test_query_output_that_does_not_fit_the_declared_schema_fails_the_flow(spark
     assert "'id' is string in the query but declared bigint" in message
     assert "returns column 'age'" in message and "p.py" in message
     assert not (spec.tables_dir / "people").exists()
+
+
+CDC_PROPERTIES = """
+import dlt
+from pyspark.sql.functions import col
+
+dlt.create_streaming_table("dim", comment="one row per id, with history", table_properties={"quality": "gold"})
+dlt.apply_changes(target="dim", source="changes", keys=["id"], sequence_by=col("seq"), stored_as_scd_type=2)
+
+@dlt.view
+def changes():
+    return spark.readStream.format("json").schema("id bigint, country string, seq bigint").load(
+        spark.conf.get("landing"))
+"""
+
+
+def test_apply_changes_targets_get_their_comment_and_properties(spark, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "a.json", ['{"id":1,"country":"NL","seq":1}', '{"id":2,"country":"BE","seq":1}'])
+    spec = make_pipeline(tmp_path, {"cdc.py": CDC_PROPERTIES}, {"landing": str(landing)})
+    _update(spec, spark)
+    path = spec.tables_dir / "dim"
+    detail = _detail(spark, path)
+    assert detail.description == "one row per id, with history"
+    assert detail.properties.get("quality") == "gold"
+    assert detail.properties.get("delta.enableDeletionVectors") == "true"  # set by the append that created it
+    version = _version(spark, path)
+    write_json_lines(landing, "b.json", ['{"id":1,"country":"DE","seq":2}'])
+    _update(spec, spark)
+    assert _version(spark, path) == version + 1  # the MERGE only: the properties are not set again
+    assert spark.read.format("delta").load(str(path)).where("__END_AT IS NULL AND id = 1").first().country == "DE"

@@ -3,6 +3,7 @@ the event log has Databricks' shape, names resolve the way pipelines write them.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -115,3 +116,84 @@ def test_refresh_selection_only_touches_selected(spark, pipeline) -> None:
     assert statuses["orders_raw"] == "EXCLUDED"
     unknown = run_update(spec, UpdateOptions(refresh_selection=("totalz",)), spark=spark)
     assert not unknown.succeeded and "Did you mean 'totals'" in str(unknown.error)
+
+
+DOWNSTREAM = """
+import dlt
+
+@dlt.table
+def orders():
+    return spark.readStream.format("json").schema("id bigint, amount double").load(spark.conf.get("landing"))
+
+@dlt.table
+def orders_copy():
+    return dlt.read_stream("orders")
+"""
+
+
+def test_a_new_downstream_stream_reads_the_upstream_table_as_it_is(spark, tmp_path: Path) -> None:
+    """A stream that starts fresh (its checkpoint cleared) reads the upstream table's current rows: through
+    its change history when the table was only appended to, through its snapshot after a delete."""
+    from delta.tables import DeltaTable
+
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "a.json", ['{"id":1,"amount":10}', '{"id":2,"amount":20}'])
+    spec = make_pipeline(tmp_path, {"p.py": DOWNSTREAM}, {"landing": str(landing)})
+    assert run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark).succeeded
+    write_json_lines(landing, "b.json", ['{"id":3,"amount":30}'])
+    assert run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark).succeeded
+    copy = spec.tables_dir / "orders_copy"
+
+    def ids() -> list[int]:
+        return sorted(r.id for r in spark.read.format("delta").load(str(copy)).collect())
+
+    refreshed = run_update(spec, UpdateOptions(out=io.StringIO(), full_refresh_selection=("orders_copy",)),
+                           spark=spark)
+    assert refreshed.succeeded and ids() == [1, 2, 3]
+    DeltaTable.forPath(spark, str(spec.tables_dir / "orders")).delete("id = 2")  # history is no longer appends
+    refreshed = run_update(spec, UpdateOptions(out=io.StringIO(), full_refresh_selection=("orders_copy",)),
+                           spark=spark)
+    assert refreshed.succeeded and ids() == [1, 3]
+
+
+SETTINGS_SEEN = """
+import dlt
+
+@dlt.table
+def totals():
+    with open(spark.conf.get("seen"), "a") as log:  # called when the graph is resolved, then by the flow
+        log.write(spark.conf.get("spark.sql.codegen.wholeStage", "true") + "\\n")
+    orders = spark.read.format("json").schema("id bigint, amount double").load(spark.conf.get("landing"))
+    return orders.selectExpr("sum(amount) AS total")
+"""
+
+
+def test_small_updates_run_their_flows_with_the_small_update_settings(spark, tmp_path: Path) -> None:
+    landing, seen = tmp_path / "landing", tmp_path / "seen.txt"
+    write_json_lines(landing, "a.json", ['{"id":1,"amount":10}'])
+    spec = make_pipeline(tmp_path, {"p.py": SETTINGS_SEEN}, {"landing": str(landing), "seen": str(seen)})
+    before = spark.conf.get("spark.sql.codegen.wholeStage", None)
+    out = io.StringIO()
+    result = run_update(spec, UpdateOptions(out=out), spark=spark)
+    assert result.succeeded and result.small_update is not None and "< 64.0 MiB" in result.small_update
+    assert "small update (inputs" in out.getvalue()
+    assert seen.read_text().split() == [before or "true", "false"]  # resolution, then the flow
+    assert spark.conf.get("spark.sql.codegen.wholeStage", None) == before  # the session's own again
+    assert spark.read.table(f"{spec.schema}.totals").first().total == 10
+
+
+def test_an_input_of_unknown_size_makes_a_normal_update(spark, tmp_path: Path) -> None:
+    spark.range(3).write.format("delta").save(str(tmp_path / "ext"))
+    spark.sql(f"CREATE TABLE IF NOT EXISTS default.small_updates_ext USING DELTA LOCATION '{tmp_path / 'ext'}'")
+    try:
+        spec = make_pipeline(tmp_path, {"p.py": """
+            import dlt
+
+            @dlt.table
+            def copy():
+                return spark.read.table("default.small_updates_ext")
+        """})
+        result = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
+        assert result.succeeded and result.small_update is None
+    finally:
+        spark.sql("DROP TABLE IF EXISTS default.small_updates_ext")
