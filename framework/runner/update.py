@@ -190,10 +190,12 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
                 _full_refresh(ctx, graph, options, selected)
                 small = load_local_settings().small_updates
                 result.small_update = small_update_reason(ctx.inputs, spec.tables_dir, small)
+                # the spec's own spark_conf wins over the small-update settings
+                small_conf = {k: v for k, v in small.spark_conf.items() if k not in spec.spark_conf}
                 if result.small_update is not None:
-                    print(f"  small update ({result.small_update}): {', '.join(sorted(small.spark_conf))} "
+                    print(f"  small update ({result.small_update}): {', '.join(sorted(small_conf))} "
                           "set for its flows", file=out)
-                with session_conf(spark, small.spark_conf if result.small_update else {}):
+                with session_conf(spark, small_conf if result.small_update else {}):
                     result.flows = _execute(ctx, graph, selected, events, options, out)
                 _register_tables(ctx, graph, only_existing=True)
             result.kinds = {k: v.value for k, v in graph.kinds.items()}

@@ -187,7 +187,7 @@ PARTITIONED = """
 import dlt
 from pyspark import pipelines as dp
 
-@dlt.table(partition_cols=["country"], table_properties={"myteam.owner": "x"})  # created before the first write
+@dlt.table(partition_cols=["country"], table_properties={"myteam.owner": "x"})  # properties set after the first write
 def orders():
     return spark.readStream.format("json").schema("id bigint, country string").load(spark.conf.get("landing"))
 
