@@ -214,7 +214,7 @@ def bench_p1_p2(spark: Any, work: Path, landing: Path, extra: Path, runs: int, p
     small = load_local_settings().small_updates
     inputs = InputLog()
     inputs.path(str(landing))
-    small_conf = small.spark_conf if small_update_reason(inputs, fw_storage / "tables", small) else {}
+    small_conf = small.spark_conf if small_update_reason(inputs, [fw_storage / "tables"], small) else {}
     if small_conf:
         print(f"  small updates (inputs below {small.max_input_bytes} bytes): both sides run with "
               f"{sorted(small_conf)}", file=sys.stderr, flush=True)

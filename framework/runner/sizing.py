@@ -92,11 +92,14 @@ def _sizes(path: Path) -> Iterator[int]:
         return
 
 
-def small_update_reason(inputs: InputLog, tables_dir: Path, settings: SmallUpdates) -> str | None:
-    """Why this update is a small one (for the progress line), or None when it is a normal one."""
+def small_update_reason(inputs: InputLog, tables: Iterable[str | Path],
+                        settings: SmallUpdates) -> str | None:
+    """Why this update is a small one (for the progress line), or None when it is a normal one.
+
+    ``tables``: where the pipeline's tables are (the storage's ``tables`` folder, and each declared ``path``)."""
     if settings.max_input_bytes <= 0 or not settings.spark_conf or inputs.unsized:
         return None
-    size = bytes_under([*inputs.paths, tables_dir], settings.max_input_bytes)
+    size = bytes_under([*inputs.paths, *tables], settings.max_input_bytes)
     if size is None or size > settings.max_input_bytes:
         return None
     return f"inputs {_human(size)} < {_human(settings.max_input_bytes)}"

@@ -189,7 +189,9 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
                 selected = _selection(graph, options)
                 _full_refresh(ctx, graph, options, selected)
                 small = load_local_settings().small_updates
-                result.small_update = small_update_reason(ctx.inputs, spec.tables_dir, small)
+                tables = {spec.tables_dir, *(Path(ctx.table_path(k)) for k, d in graph.registry.datasets.items()
+                                             if d.path)}
+                result.small_update = small_update_reason(ctx.inputs, sorted(tables), small)
                 # the spec's own spark_conf wins over the small-update settings
                 small_conf = {k: v for k, v in small.spark_conf.items() if k not in spec.spark_conf}
                 if result.small_update is not None:

@@ -38,14 +38,14 @@ def test_small_update_reason(tmp_path: Path) -> None:
     inputs = InputLog()
     inputs.path(str(_files(tmp_path / "landing", [100])))
     tables = _files(tmp_path / "tables", [200])
-    reason = small_update_reason(inputs, tables, SETTINGS)
+    reason = small_update_reason(inputs, [tables], SETTINGS)
     assert reason is not None and "300 B" in reason
     _files(tmp_path / "tables" / "more", [800])
-    assert small_update_reason(inputs, tables, SETTINGS) is None  # 1,100 bytes: a normal update
-    assert small_update_reason(InputLog(), tmp_path / "none", SmallUpdates(0, SETTINGS.spark_conf)) is None
+    assert small_update_reason(inputs, [tables], SETTINGS) is None  # 1,100 bytes: a normal update
+    assert small_update_reason(InputLog(), [tmp_path / "none"], SmallUpdates(0, SETTINGS.spark_conf)) is None
     unknown = InputLog()
     unknown.unknown("table sales.orders")
-    assert small_update_reason(unknown, tmp_path / "none", SETTINGS) is None
+    assert small_update_reason(unknown, [tmp_path / "none"], SETTINGS) is None
 
 
 def test_the_project_settings_define_small_updates() -> None:
