@@ -185,11 +185,9 @@ class ApplyChangesTarget(CdcTargetBase):
                 write_metadata(self.state_path, self.metadata)
             return None
         fields = list(events.select(*plan.output).schema.fields)
-        if self.spec.stored_as_scd_type == 2:
-            seq_type = events.schema[SEQ].dataType
-            fields += [StructField(START_AT, seq_type, True), StructField(END_AT, seq_type, True)]
         write_metadata(self.state_path, self.metadata)
         if self.spec.stored_as_scd_type == 2:
-            return StructType(fields)
+            seq_type = events.schema[SEQ].dataType
+            return StructType([*fields, StructField(START_AT, seq_type, True), StructField(END_AT, seq_type, True)])
         create_table(self.spark, self.target_path, StructType(fields))
         return None

@@ -13,12 +13,43 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 MAX_COMMITS = 100  # above this, replaying the JSON commits on the driver is no longer clearly cheaper
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?(\.[0-9a-f-]+)?\.parquet$")
+
+
+class _Unreadable(Exception):
+    """The log is missing or a commit does not parse: the caller answers "cannot tell"."""
+
+
+def _listing(table_path: str | Path) -> tuple[Path, list[int], int]:
+    """The log folder, its JSON commit versions (ascending) and its newest checkpoint version (-1 if none)."""
+    log = Path(table_path) / "_delta_log"
+    try:
+        names = [p.name for p in log.iterdir()]
+    except OSError:
+        raise _Unreadable from None
+    versions = sorted(int(m.group(1)) for m in map(_COMMIT.match, names) if m)
+    checkpoint = max((int(m.group(1)) for m in map(_CHECKPOINT.match, names) if m), default=-1)
+    return log, versions, checkpoint
+
+
+def _actions(log: Path, version: int) -> Iterator[dict[str, Any]]:
+    """The actions of one JSON commit."""
+    try:
+        lines = (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines()
+        for line in lines:
+            if line.strip():
+                action = json.loads(line)
+                if not isinstance(action, dict):
+                    raise _Unreadable
+                yield action
+    except (OSError, ValueError):
+        raise _Unreadable from None
 
 
 def appended_since_creation(table_path: str | Path, max_commits: int = MAX_COMMITS) -> bool:
@@ -30,62 +61,37 @@ def appended_since_creation(table_path: str | Path, max_commits: int = MAX_COMMI
     ``dataChange`` false, is fine because a stream skips it), and the schema and partitioning never changed.
     Anything unexpected in the log answers False, which only means the stream takes Delta's usual path.
     """
-    log = Path(table_path) / "_delta_log"
     try:
-        names = [p.name for p in log.iterdir()]
-    except OSError:
-        return False
-    versions = sorted(int(m.group(1)) for m in map(_COMMIT.match, names) if m)
-    if not versions or len(versions) > max_commits or versions != list(range(len(versions))):
-        return False
-    checkpoints = [int(m.group(1)) for m in map(_CHECKPOINT.match, names) if m]
-    if checkpoints and max(checkpoints) > versions[-1]:
-        return False
-    layout: tuple[object, ...] | None = None
-    try:
+        log, versions, checkpoint = _listing(table_path)
+        if not versions or len(versions) > max_commits or versions != list(range(len(versions))) \
+                or checkpoint > versions[-1]:
+            return False
+        layouts = set()
         for version in versions:
-            for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
-                if not line.strip():
-                    continue
-                action = json.loads(line)
+            for action in _actions(log, version):
                 removed = action.get("remove")
-                if removed is not None and removed.get("dataChange", True):
+                if removed is not None and (not isinstance(removed, dict) or removed.get("dataChange", True)):
                     return False
                 metadata = action.get("metaData")
-                if metadata is not None:
-                    current = (metadata.get("schemaString"), tuple(metadata.get("partitionColumns") or ()))
-                    if layout is not None and current != layout:
-                        return False
-                    layout = current
-    except (OSError, ValueError, AttributeError):
+                if isinstance(metadata, dict):
+                    layouts.add((metadata.get("schemaString"), tuple(metadata.get("partitionColumns") or ())))
+        return len(layouts) <= 1
+    except _Unreadable:
         return False
-    return True
 
 
 def latest_metadata(table_path: str | Path, max_commits: int = MAX_COMMITS) -> dict[str, Any] | None:
     """The table's current ``metaData`` action (``configuration``, ``description``, ...) read from its newest
     JSON commits; None when it cannot be told cheaply (it is in a checkpoint, or further back than
     ``max_commits`` commits)."""
-    log = Path(table_path) / "_delta_log"
     try:
-        names = [p.name for p in log.iterdir()]
-    except OSError:
-        return None
-    versions = sorted((int(m.group(1)) for m in map(_COMMIT.match, names) if m), reverse=True)
-    checkpoints = [int(m.group(1)) for m in map(_CHECKPOINT.match, names) if m]
-    floor = max(checkpoints, default=-1)
-    try:
-        for version in versions[:max_commits]:
-            if version <= floor:
+        log, versions, checkpoint = _listing(table_path)
+        for version in reversed(versions[-max_commits:]):
+            if version <= checkpoint:
                 return None
-            found = None
-            for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    action = json.loads(line)
-                    if isinstance(action.get("metaData"), dict):
-                        found = action["metaData"]
-            if found is not None:
-                return dict(found)
-    except (OSError, ValueError, AttributeError):
+            found = [a["metaData"] for a in _actions(log, version) if isinstance(a.get("metaData"), dict)]
+            if found:
+                return dict(found[-1])
+    except _Unreadable:
         return None
     return None

@@ -1,9 +1,12 @@
-"""The one place a local SparkSession is built, from ``conf/spark.yaml``."""
+"""The one place a local SparkSession is built, from ``conf/spark.yaml`` (and :func:`session_conf`, which changes
+its settings for a while)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from framework.errors import EnvironmentSetupError
@@ -59,3 +62,19 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     return spark
+
+
+@contextmanager
+def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    """Set ``conf`` on the session for the block, then put back what was there."""
+    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

@@ -18,13 +18,8 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 _MAX_ENTRIES = 200_000  # directory entries visited before an input counts as large, whatever its bytes
 
@@ -103,22 +98,6 @@ def small_update_reason(inputs: InputLog, tables: Iterable[str | Path],
     if size is None or size > settings.max_input_bytes:
         return None
     return f"inputs {_human(size)} < {_human(settings.max_input_bytes)}"
-
-
-@contextmanager
-def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """Set ``conf`` on the session for the block, then put back what was there."""
-    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
 
 
 def _human(size: int) -> str:

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,8 +28,8 @@ from framework.registry import normalize_name
 from framework.runner.flows import FlowExecutor, FlowResult, clear_dataset, exception_text, timed_run
 from framework.runner.proxy import SessionProxy, mapped_writer_paths
 from framework.runner.resolve import UpdateContext, flow_kind_label, local_table_name
-from framework.runner.session import get_or_create_session
-from framework.runner.sizing import session_conf, small_update_reason
+from framework.runner.session import get_or_create_session, session_conf
+from framework.runner.sizing import small_update_reason
 from framework.runner.summary import print_summary
 from framework.settings import load_local_settings
 
@@ -161,7 +161,8 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
         ctx = prepare_context(spec, spark, update_id)
         for key, value in spec.spark_conf.items():
             spark.conf.set(key, value)
-        previous_update = _set_update_conf(spark, update_id)
+        restore = ExitStack()  # the session's own pipelines.updateId comes back when the update ends
+        restore.enter_context(session_conf(spark, {"pipelines.updateId": update_id}))
         proxy = SessionProxy(ctx)
         try:
             events.emit("create_update", f"Update {update_id[:8]} started.", details={
@@ -212,7 +213,7 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
                         details={"state": "FAILED"})
             print(f"error: {exc}", file=out)
         finally:
-            _restore_update_conf(spark, previous_update)
+            restore.close()
             result.seconds = time.perf_counter() - started
             try:
                 events.flush(spark)
@@ -222,19 +223,6 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
         result.report = _write_report(spec, update_id, out)
     print_summary(spec, result, out=options.out or sys.stdout)
     return result
-
-
-def _set_update_conf(spark: SparkSession, update_id: str) -> str | None:
-    previous = spark.conf.get("pipelines.updateId", None)
-    spark.conf.set("pipelines.updateId", update_id)
-    return previous
-
-
-def _restore_update_conf(spark: SparkSession, previous: str | None) -> None:
-    if previous is None:
-        spark.conf.unset("pipelines.updateId")
-    else:
-        spark.conf.set("pipelines.updateId", previous)
 
 
 def _selection(graph: PipelineGraph, options: UpdateOptions) -> set[str]:
