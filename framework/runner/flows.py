@@ -26,6 +26,7 @@ from framework.quality.engine import (
 from framework.registry import normalize_name
 from framework.runner.delta_log import latest_metadata
 from framework.runner.resolve import UpdateContext, call_query_function
+from framework.runner.streams import start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -304,7 +305,7 @@ class FlowExecutor:
                       .options(**self._delta_options()).trigger(availableNow=True))
             if self.dataset is not None and self.dataset.partition_cols:
                 writer = writer.partitionBy(*self.dataset.partition_cols)
-            return writer.start(path)
+            return start_query(out, lambda: writer.start(path))
 
         try:
             query = start("append")
@@ -335,17 +336,18 @@ class FlowExecutor:
         if self.sink.format == "foreach_batch":
             handler = self.sink.handler
             assert handler is not None
-            query = writer.foreachBatch(_counted_once(handler)).start()
+            query = start_query(out, writer.foreachBatch(_counted_once(handler)).start)
         elif self.sink.format == "delta":
             opts = dict(self.sink.options)
             writer = writer.format("delta")
             if "path" in opts:
-                query = writer.options(**{k: v for k, v in opts.items() if k != "path"}).start(
-                    self.ctx.map_path(opts["path"]))
+                sink_path = self.ctx.map_path(opts["path"])
+                writer = writer.options(**{k: v for k, v in opts.items() if k != "path"})
+                query = start_query(out, lambda: writer.start(sink_path))
             else:
-                query = writer.toTable(opts["tableName"])
+                query = start_query(out, lambda: writer.toTable(opts["tableName"]))
         else:
-            query = writer.format(self.sink.format).options(**self.sink.options).start()
+            query = start_query(out, writer.format(self.sink.format).options(**self.sink.options).start)
         query.awaitTermination()
         progresses = list(query.recentProgress)
         observed = [dict(p.observedMetrics[observation].asDict()) for p in progresses
@@ -374,9 +376,10 @@ class FlowExecutor:
                 metrics.append(target.apply_batch(source, 0, app_id))
                 marker.write_text(datetime.now(UTC).isoformat())
         else:
-            query = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-                     .foreachBatch(lambda batch, batch_id: metrics.append(
-                         target.apply_batch(batch, batch_id, app_id))).start())
+            writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+                      .foreachBatch(lambda batch, batch_id: metrics.append(
+                          target.apply_batch(batch, batch_id, app_id))))
+            query = start_query(source, writer.start)
             query.awaitTermination()
             result.num_input_rows = sum(int(p.numInputRows or 0) for p in query.recentProgress)
         result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
