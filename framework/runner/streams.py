@@ -59,9 +59,10 @@ def start_query(df: DataFrame, start: Callable[[], Any]) -> Any:
     """Call ``start`` (which starts a streaming query over ``df``) with no-data batches off when
     :func:`only_deduplicates` says they would change nothing, and as the session has them otherwise."""
     spark = df.sparkSession
-    trim_only = only_deduplicates(df)
+    # the plan is read outside the lock; a session that already has no-data batches off needs nothing
+    trim_only = str(spark.conf.get(NO_DATA_BATCHES, "true")).lower() == "true" and only_deduplicates(df)
     with _START_LOCK:
-        if trim_only and str(spark.conf.get(NO_DATA_BATCHES, "true")).lower() == "true":
+        if trim_only:
             with session_conf(spark, {NO_DATA_BATCHES: "false"}):
                 return start()
         return start()
