@@ -28,6 +28,7 @@ class LocalSparkSettings:
     jar_coordinates: tuple[str, ...] = ()
     jar_cache_dir: Path = Path(".cache/jars")
     small_updates: SmallUpdates = field(default_factory=SmallUpdates)
+    driver_java_options: tuple[str, ...] = ()
 
     def jar_paths(self) -> list[Path]:
         """Local paths of the configured Maven jars (``group:artifact:version`` → ``artifact-version.jar``)."""
@@ -57,5 +58,10 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     except (TypeError, ValueError, AttributeError) as exc:
         raise EnvironmentSetupError(f"{path}: small_updates must hold max_input_bytes (a number of bytes) and "
                                     f"spark_conf (a mapping): {exc}") from None
+    java_options = raw.get("driver_java_options") or []
+    if not isinstance(java_options, list) or not all(isinstance(o, str) for o in java_options):
+        raise EnvironmentSetupError(f"{path}: driver_java_options must be a list of JVM options (strings), "
+                                    f"got {java_options!r}")
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
-                              jar_cache_dir=cache, small_updates=small_updates)
+                              jar_cache_dir=cache, small_updates=small_updates,
+                              driver_java_options=tuple(java_options))

@@ -51,6 +51,8 @@ class UpdateContext:
     watched_paths: list[str] = field(default_factory=list)  # folders of file sources (for `medallion watch`)
     cloud_sources: dict[str, list[tuple[str, dict[str, str], str]]] = field(default_factory=dict)
     inputs: InputLog = field(default_factory=InputLog)  # what the query functions read (small updates)
+    # Auto Loader DataFrames built while resolving, taken again by the same flow's execution (see cloud_files)
+    resolved_sources: dict[tuple[str, str, str, str], DataFrame] = field(default_factory=dict)
     _resolving: list[str] = field(default_factory=list)
     _current: contextvars.ContextVar[FlowReader | None] = field(
         default_factory=lambda: contextvars.ContextVar("medallion_flow_reader", default=None))
@@ -106,14 +108,28 @@ class UpdateContext:
         if path not in self.watched_paths:
             self.watched_paths.append(path)
         self.inputs.path(path)
+        key = (reader.flow_key, path, repr(sorted(options.items())), repr(schema))
         if reader.phase == "execute":
             self.cloud_sources.setdefault(reader.flow_key, []).append(
                 (path, dict(options), self.checkpoint_path(flow)))
-        return load_cloud_files(
+            # Resolution built this very source moments ago, from the same files, schema location and checkpoint
+            # (a full refresh, which clears them, drops it: see forget_resolved_sources). Building it again
+            # would cost a second file listing and ~0.2 s of DataFrame construction on the critical path.
+            resolved = self.resolved_sources.pop(key, None)
+            if resolved is not None:
+                return resolved
+        df = load_cloud_files(
             self.spark, path, options, schema,
             default_schema_location=str(self.spec.autoloader_dir / normalize_name(flow.target)
                                         / normalize_name(flow.name)),
             checkpoint_location=self.checkpoint_path(flow))
+        if reader.phase == "resolve":
+            self.resolved_sources[key] = df
+        return df
+
+    def forget_resolved_sources(self) -> None:
+        """Build every Auto Loader source again at execution (after a full refresh cleared their state)."""
+        self.resolved_sources.clear()
 
     def view_dataframe(self, key: str) -> DataFrame:
         """Execution: a view is its query (with its drop/fail expectations), computed where it is read."""

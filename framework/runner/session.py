@@ -56,9 +56,13 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
             builder = builder.config("spark.hadoop.fs.file.impl", "medallion.fs.NoForkLocalFileSystem")
     builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
     builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in jars))
-    log_config = settings.jar_cache_dir.parent.parent / "conf" / "log4j2.properties"
-    if log_config.exists() and "spark.driver.extraJavaOptions" not in conf:
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={log_config}")
+    if "spark.driver.extraJavaOptions" not in conf:  # a value given in spark_conf is used as it is
+        java_options = list(settings.driver_java_options)
+        log_config = settings.jar_cache_dir.parent.parent / "conf" / "log4j2.properties"
+        if log_config.exists():
+            java_options.append(f"-Dlog4j.configurationFile={log_config}")
+        if java_options:
+            builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     return spark

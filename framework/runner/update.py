@@ -245,6 +245,8 @@ def _full_refresh(ctx: UpdateContext, graph: PipelineGraph, options: UpdateOptio
         targets = {normalize_name(graph.registry.flows[k].target) for k in selected}
     else:
         targets = {normalize_name(n) for n in options.full_refresh_selection or ()}
+    if targets:
+        ctx.forget_resolved_sources()
     for key in targets:
         clear_dataset(ctx, key)
 
