@@ -60,6 +60,34 @@ def spec_dict(pipeline: str, storage: Path, landing: Path) -> dict[str, Any]:
             "configuration": {"landing": f"{landing}/*"}}
 
 
+class CpuClock:
+    """CPU seconds used by this process and the session's JVM (Linux: /proc), and the share of the host's CPU
+    time the hypervisor stole. Wall time on a shared VM moves with the neighbours; CPU time much less, so the
+    warm figures are reported both ways."""
+
+    def __init__(self, spark: Any) -> None:
+        self.jvm_stat: Path | None = None
+        try:
+            pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+            stat = Path(f"/proc/{pid}/stat")
+            self.jvm_stat = stat if stat.exists() else None
+        except Exception:
+            self.jvm_stat = None
+
+    def seconds(self) -> float | None:
+        if self.jvm_stat is None:
+            return None
+        fields = self.jvm_stat.read_text().rsplit(")", 1)[1].split()
+        jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        own = os.times()
+        return jvm + own.user + own.system
+
+    @staticmethod
+    def host() -> list[int] | None:
+        stat = Path("/proc/stat")
+        return [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:]] if stat.exists() else None
+
+
 def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
     from framework.runner.update import UpdateOptions, run_update
     from framework.spec import parse_spec
@@ -81,13 +109,26 @@ def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
     warmup = time.perf_counter() - start
     print(f"  warm-up update (first in this session): {warmup:.2f}s", file=sys.stderr, flush=True)
     fresh: list[float] = []
+    cpu: list[float] = []
     results = []
+    clock = CpuClock(spark)
+    host_before = clock.host()
     for i in range(runs):
         shutil.rmtree(storage, ignore_errors=True)
+        cpu_start = clock.seconds()
         start = time.perf_counter()
         results.append(update())
         fresh.append(time.perf_counter() - start)
-        print(f"  warm update from empty storage {i + 1}/{runs}: {fresh[-1]:.2f}s", file=sys.stderr, flush=True)
+        cpu_end = clock.seconds()
+        if cpu_start is not None and cpu_end is not None:
+            cpu.append(cpu_end - cpu_start)
+        print(f"  warm update from empty storage {i + 1}/{runs}: {fresh[-1]:.2f}s"
+              + (f" ({cpu[-1]:.2f} CPU s)" if cpu else ""), file=sys.stderr, flush=True)
+    host_after = clock.host()
+    steal = None
+    if host_before is not None and host_after is not None and len(host_before) > 7:
+        delta = [b - a for a, b in zip(host_before, host_after, strict=True)]
+        steal = 100.0 * delta[7] / max(1, sum(delta))
     incremental: list[float] = []
     for i in range(runs):
         land_batch(pipeline, spark, landing, 2 + i)
@@ -101,7 +142,7 @@ def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
     noop = time.perf_counter() - start
     last = results[-1]
     per_flow = {f.flow: round(f.seconds, 2) for f in last.flows}
-    return {"warm-up": warmup, "fresh": fresh, "incremental": incremental, "noop": noop, "per_flow": per_flow,
+    return {"warm-up": warmup, "fresh": fresh, "cpu": cpu, "steal": steal, "incremental": incremental, "noop": noop, "per_flow": per_flow,
             "flow_sum": round(sum(f.seconds for f in last.flows), 2), "wall": round(last.seconds, 2),
             "flows": len(last.flows)}
 
@@ -148,6 +189,10 @@ def main() -> None:
     lines += [f"[P6] session start (in process): {session_s:.2f}s",
               f"[P6] warm-up update (first of the session): {w['warm-up']:.2f}s",
               f"[P6] warm updates from empty storage: {', '.join(f'{t:.2f}s' for t in w['fresh'])}",
+              *([f"[P6] CPU seconds (JVM + Python) per warm update from empty storage: "
+                 f"{', '.join(f'{c:.2f}' for c in w['cpu'])}; median {statistics.median(w['cpu']):.2f} "
+                 f"on {os.cpu_count()} cores; CPU time stolen by the host meanwhile: {w['steal']:.1f}%"]
+                if w["cpu"] and w["steal"] is not None else []),
               f"[P6] warm incremental updates (new batch): {', '.join(f'{t:.2f}s' for t in w['incremental'])}",
               f"[P6] warm no-op update (nothing new): {w['noop']:.2f}s",
               f"[P6] last fresh update: {w['flows']} flows, per flow {w['per_flow']}, "
