@@ -85,24 +85,16 @@ class Scd2Applier:
         try:
             new = reduced.drop(PROBLEM, COUNT)
             keys = list(self.plan.keys)
-            batch_keys = new.select(*keys).distinct()
-            # an empty target: Spark's optimizer then drops the joins against it altogether
-            existing = (self.ctx.spark.createDataFrame([], self.new_target) if self.new_target is not None
-                        else self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi"))
-            old = self._old_events(existing, batch_keys)
-            end_type = existing.schema[END_AT].dataType
-            fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
-                *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
-                F.lit(True).alias(NEW))
-            timeline = old.unionByName(fresh)
+            target_schema, timeline = self._timeline(new)
             if self.is_masked:
                 timeline = self._fill(timeline)
             # the MERGE source and the new tombstones, computed once (the target is scanned once per batch)
             if self.plan.tracked == self.plan.values:
                 changes = materialize(self._changes_single_pass(timeline))
             else:
+                end_type = target_schema[END_AT].dataType
                 tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
-                    *keys, *[F.lit(None).cast(existing.schema[c].dataType).alias(c) for c in self.plan.values],
+                    *keys, *[F.lit(None).cast(target_schema[c].dataType).alias(c) for c in self.plan.values],
                     F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
                     F.lit("tombstone").alias(ACTION))
                 changes = materialize(self._changes(timeline).unionByName(tombstones))
@@ -119,14 +111,35 @@ class Scd2Applier:
         metrics: CdcMetrics = merge_metrics(counts, num_deleted=num_deletes, num_input=num_input)
         return metrics
 
-    def _old_events(self, existing: DataFrame, batch_keys: DataFrame) -> DataFrame:
+    def _timeline(self, new: DataFrame) -> tuple[StructType, DataFrame]:
+        """The target's schema, and the timeline of the batch's keys: their existing versions and tombstones
+        (flagged old) followed by the batch's events at sequences the timeline does not have yet (flagged new)."""
+        keys = list(self.plan.keys)
+        tombstones = self.ctx.read_or_none(self.tombstones_path)
+        if self.new_target is not None and tombstones is None:
+            # A first load: nothing to read back, every event is new (building the joins against an empty
+            # target would only cost analysis time, Spark's optimizer drops them anyway).
+            end_type = self.new_target[END_AT].dataType
+            return self.new_target, new.select(
+                *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
+                F.lit(True).alias(NEW))
+        batch_keys = new.select(*keys).distinct()
+        existing = (self.ctx.spark.createDataFrame([], self.new_target) if self.new_target is not None
+                    else self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi"))
+        old = self._old_events(existing, batch_keys, tombstones)
+        end_type = existing.schema[END_AT].dataType
+        fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
+            *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
+            F.lit(True).alias(NEW))
+        return existing.schema, old.unionByName(fresh)
+
+    def _old_events(self, existing: DataFrame, batch_keys: DataFrame, tombstones: DataFrame | None) -> DataFrame:
         """The timeline already applied for the batch's keys: versions as upserts, tombstones as deletes."""
         keys = list(self.plan.keys)
         sets = [F.lit(True).alias(set_flag(i)) for i in range(len(self.plan.values))] if self.is_masked else []
         versions = existing.select(*keys, F.col(START_AT).alias(SEQ), F.lit(UPSERT).cast("tinyint").alias(OP),
                                    *self.plan.values, *sets, F.lit(True).alias(OLD), F.col(END_AT).alias(OLD_END),
                                    F.lit(False).alias(NEW))
-        tombstones = self.ctx.read_or_none(self.tombstones_path)
         if tombstones is None:
             return versions
         value_types = dict(existing.dtypes)
