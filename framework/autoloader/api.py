@@ -9,10 +9,23 @@ from pathlib import Path
 from framework.autoloader.clean import clean_committed
 from framework.autoloader.options import parse_options
 from framework.autoloader.paths import to_local
-from framework.autoloader.source import load_cloud_files
+from framework.autoloader.source import NATIVE_TYPED, load_cloud_files
 from framework.errors import AutoLoaderError, PipelineError, UnknownFieldError
 
-__all__ = ["clean_source", "load_cloud_files", "translate_stream_error"]
+__all__ = ["clean_source", "load_cloud_files", "reusable_source", "translate_stream_error"]
+
+
+def reusable_source(options: dict[str, str], user_schema: bool) -> bool:
+    """Whether a DataFrame from :func:`load_cloud_files` stays right when its stream starts a while later.
+
+    It does when what the call read from the folder is checked again by the stream itself: JSON, CSV and text
+    records are checked against the schema row by row while they are read. It does not for schema-bearing files
+    (parquet, orc, avro, xml: their new columns are found by the call, from its file listing), with
+    ``allowOverwrites`` (rewritten files are found by the call) or with ``includeExistingFiles=false`` (the call
+    fixes the cutoff of existing files at the first start).
+    """
+    opts = parse_options(options, user_schema=user_schema)
+    return opts.format not in NATIVE_TYPED and not opts.allow_overwrites and opts.include_existing_files
 
 
 def clean_source(path: str, options: dict[str, str], *, checkpoint_location: str,

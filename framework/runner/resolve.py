@@ -101,7 +101,7 @@ class UpdateContext:
             self._current.reset(token)
 
     def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
-        from framework.autoloader import load_cloud_files
+        from framework.autoloader import load_cloud_files, reusable_source
 
         reader = self.current_reader()
         flow = self.registry.flows[reader.flow_key]
@@ -112,9 +112,10 @@ class UpdateContext:
         if reader.phase == "execute":
             self.cloud_sources.setdefault(reader.flow_key, []).append(
                 (path, dict(options), self.checkpoint_path(flow)))
-            # Resolution built this very source moments ago, from the same files, schema location and checkpoint
-            # (a full refresh, which clears them, drops it: see forget_resolved_sources). Building it again
-            # would cost a second file listing and ~0.2 s of DataFrame construction on the critical path.
+            # Resolution built this very source moments ago, with the same schema location and checkpoint (a full
+            # refresh, which clears them, drops it: see forget_resolved_sources), and its stream checks the
+            # records it reads itself (see reusable_source). Building it again would cost a second file listing
+            # and ~0.2 s of DataFrame construction on the critical path.
             resolved = self.resolved_sources.pop(key, None)
             if resolved is not None:
                 return resolved
@@ -123,7 +124,7 @@ class UpdateContext:
             default_schema_location=str(self.spec.autoloader_dir / normalize_name(flow.target)
                                         / normalize_name(flow.name)),
             checkpoint_location=self.checkpoint_path(flow))
-        if reader.phase == "resolve":
+        if reader.phase == "resolve" and reusable_source(options, user_schema=schema is not None):
             self.resolved_sources[key] = df
         return df
 

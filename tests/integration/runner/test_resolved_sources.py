@@ -1,5 +1,6 @@
 """An Auto Loader source built while resolving is reused by the same flow's execution, except after a full refresh
-(which clears its schema location and checkpoint, so the source must be built again)."""
+(which clears its schema location and checkpoint, so the source must be built again). Which sources may be reused
+at all is ``reusable_source`` (tests/unit/autoloader/test_options.py)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_auto_loader_source_is_built_once_per_update_and_again_after_full_refres
     assert built == {str(landing): 1}  # resolution built it, the flow took that DataFrame
     assert sorted(int(r.id) for r in spark.read.table(f"{spec.schema}.raw_orders").collect()) == [1, 2]
 
-    # The reused source still sees only new files, and files that arrived after it was built.
+    # The next update builds it once again (a new update, a new resolution) and reads only the new file.
     write_json_lines(landing, "2.json", ['{"id":3,"amount":70}'])
     second = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
     assert second.succeeded

@@ -168,3 +168,21 @@ def test_snapshot_skips_hidden_and_reports_changes(tmp_path: Path) -> None:
     assert list(before) == [tmp_path / "a"]
     (tmp_path / "a").write_text("xy")
     assert arrivals(before, snapshot([tmp_path])) == [tmp_path / "a"]
+
+
+@pytest.mark.parametrize(("options", "user_schema", "reusable"), [
+    ({"cloudFiles.format": "json"}, False, True),
+    ({"cloudFiles.format": "csv", "header": "true"}, True, True),
+    ({"cloudFiles.format": "text"}, False, True),
+    # new columns of schema-bearing files are found when the source is built, from its file listing
+    ({"cloudFiles.format": "parquet"}, False, False),
+    ({"cloudFiles.format": "xml", "rowTag": "r"}, False, False),
+    # rewritten files and the cutoff of existing files are decided when the source is built, too
+    ({"cloudFiles.format": "json", "cloudFiles.allowOverwrites": "true"}, False, False),
+    ({"cloudFiles.format": "json", "cloudFiles.includeExistingFiles": "false"}, False, False),
+])
+def test_which_sources_may_start_a_while_after_they_were_built(options: dict[str, str], user_schema: bool,
+                                                              reusable: bool) -> None:
+    from framework.autoloader import reusable_source
+
+    assert reusable_source(options, user_schema=user_schema) is reusable
