@@ -120,10 +120,11 @@ def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
         results.append(update())
         fresh.append(time.perf_counter() - start)
         cpu_end = clock.seconds()
-        if cpu_start is not None and cpu_end is not None:
-            cpu.append(cpu_end - cpu_start)
+        used = cpu_end - cpu_start if cpu_start is not None and cpu_end is not None else None
+        if used is not None:
+            cpu.append(used)
         print(f"  warm update from empty storage {i + 1}/{runs}: {fresh[-1]:.2f}s"
-              + (f" ({cpu[-1]:.2f} CPU s)" if cpu else ""), file=sys.stderr, flush=True)
+              + (f" ({used:.2f} CPU s)" if used is not None else ""), file=sys.stderr, flush=True)
     host_after = clock.host()
     steal = None
     if host_before is not None and host_after is not None and len(host_before) > 7:
@@ -142,7 +143,8 @@ def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
     noop = time.perf_counter() - start
     last = results[-1]
     per_flow = {f.flow: round(f.seconds, 2) for f in last.flows}
-    return {"warm-up": warmup, "fresh": fresh, "cpu": cpu, "steal": steal, "incremental": incremental, "noop": noop, "per_flow": per_flow,
+    return {"warm-up": warmup, "fresh": fresh, "cpu": cpu, "steal": steal, "incremental": incremental,
+            "noop": noop, "per_flow": per_flow,
             "flow_sum": round(sum(f.seconds for f in last.flows), 2), "wall": round(last.seconds, 2),
             "flows": len(last.flows)}
 

@@ -115,22 +115,22 @@ class Scd2Applier:
         """The target's schema, and the timeline of the batch's keys: their existing versions and tombstones
         (flagged old) followed by the batch's events at sequences the timeline does not have yet (flagged new)."""
         keys = list(self.plan.keys)
+
+        def flagged_new(events: DataFrame, schema: StructType) -> DataFrame:
+            end_type = schema[END_AT].dataType
+            return events.select(*new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
+                                 F.lit(True).alias(NEW))
+
         tombstones = self.ctx.read_or_none(self.tombstones_path)
         if self.new_target is not None and tombstones is None:
             # A first load: nothing to read back, every event is new (building the joins against an empty
             # target would only cost analysis time, Spark's optimizer drops them anyway).
-            end_type = self.new_target[END_AT].dataType
-            return self.new_target, new.select(
-                *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
-                F.lit(True).alias(NEW))
+            return self.new_target, flagged_new(new, self.new_target)
         batch_keys = new.select(*keys).distinct()
         existing = (self.ctx.spark.createDataFrame([], self.new_target) if self.new_target is not None
                     else self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi"))
         old = self._old_events(existing, batch_keys, tombstones)
-        end_type = existing.schema[END_AT].dataType
-        fresh = new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti").select(
-            *new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
-            F.lit(True).alias(NEW))
+        fresh = flagged_new(new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti"), existing.schema)
         return existing.schema, old.unionByName(fresh)
 
     def _old_events(self, existing: DataFrame, batch_keys: DataFrame, tombstones: DataFrame | None) -> DataFrame:
