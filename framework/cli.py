@@ -1,16 +1,27 @@
 """``medallion``: validate, draw, run, watch and report on pipelines.
 
-Exit codes: 0 success, 1 the pipeline or update failed, 2 bad usage or invalid spec.
+Exit codes:
+    0: success.
+    1: the pipeline or the update failed (its code, its data, its graph), or an unexpected error.
+    2: nothing was run: bad usage, an invalid spec (unreadable, not UTF-8, a directory, missing libraries), or a
+       local environment that is not set up (no Java, missing Delta jars: ``EnvironmentSetupError``).
+    130: interrupted (Ctrl-C).
+
+Failures print one ``error: ...`` message, never a Python traceback; set ``MEDALLION_DEBUG=1`` to also print the
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
-from framework.errors import PipelineError, ProblemsError, SpecError
+from framework.errors import EnvironmentSetupError, PipelineError, SpecError
+from framework.redaction import redacted_output
 
 
 def _add_spec(parser: argparse.ArgumentParser) -> None:
@@ -63,30 +74,71 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@redacted_output()  # secrets read with dbutils.secrets.get print as [REDACTED] (issue 19)
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; return its exit code (see the module docstring)."""
     args = build_parser().parse_args(argv)
     try:
         handler = _HANDLERS[args.command]
         return int(handler(args))
-    except SpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ProblemsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # every failure ends in one message and an exit code, never a traceback
+        code = exit_code(exc)
+        print(_describe(exc), file=sys.stderr)
+        _debug_traceback(exc)
+        return code
 
 
-def _spec(args: argparse.Namespace) -> Any:
+def exit_code(exc: BaseException) -> int:
+    """The exit code for a failure: 2 when nothing could run (spec, environment), else 1."""
+    return 2 if isinstance(exc, (SpecError, EnvironmentSetupError)) else 1
+
+
+_DEBUG_ENV = "MEDALLION_DEBUG"
+_MAX_LINES, _MAX_LINE = 5, 400
+
+
+def _describe(exc: BaseException) -> str:
+    """``error: <message>`` for a framework error; ``error: <Class>: <first lines>``, the root cause and a
+    hint for anything else."""
+    if isinstance(exc, PipelineError):
+        return f"error: {exc}"
+    text = f"error: {type(exc).__name__}: {_first_lines(str(exc))}"
+    root, seen = exc, {id(exc)}
+    while (nxt := root.__cause__ or root.__context__) is not None and id(nxt) not in seen:
+        root = nxt
+        seen.add(id(nxt))
+    if root is not exc:
+        text += f"\n  caused by {type(root).__name__}: {_first_lines(str(root))}"
+    if os.environ.get(_DEBUG_ENV) != "1":
+        text += f"\n  (rerun with {_DEBUG_ENV}=1 for the Python traceback)"
+    return text
+
+
+def _first_lines(message: str) -> str:
+    lines = [line if len(line) <= _MAX_LINE else line[:_MAX_LINE] + " ..." for line in message.splitlines()]
+    more = len(lines) - _MAX_LINES
+    return "\n  ".join(lines[:_MAX_LINES] + ([f"... ({more} more lines)"] if more > 0 else []))
+
+
+def _debug_traceback(exc: BaseException) -> None:
+    if os.environ.get(_DEBUG_ENV) == "1":
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def _spec(args: argparse.Namespace, *, libraries: bool = True) -> Any:
+    """The spec of ``args``; with ``libraries``, also check that every library exists (exit 2 before Spark)."""
+    from framework.loader import resolve_libraries
+    from framework.paths import PathMapper
     from framework.spec import load_spec
 
     overrides = {"storage": args.storage} if getattr(args, "storage", None) else None
-    return load_spec(args.spec, env=args.env, overrides=overrides)
+    spec = load_spec(args.spec, env=args.env, overrides=overrides)
+    if libraries:
+        resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+    return spec
 
 
 def _static_graph(args: argparse.Namespace) -> Any:
@@ -104,9 +156,9 @@ def _static_graph(args: argparse.Namespace) -> Any:
 def _graph(args: argparse.Namespace) -> Any:
     if args.static:
         return _static_graph(args)
+    spec = _spec(args)  # before the runner's imports: a bad spec fails in a fraction of a second
     from framework.runner.update import validate_with_spark
 
-    spec = _spec(args)
     return spec, validate_with_spark(spec)
 
 
@@ -137,9 +189,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    spec = _spec(args)
     from framework.runner.update import UpdateOptions, run_update
 
-    spec = _spec(args)
     options = UpdateOptions(
         full_refresh=args.full_refresh,
         full_refresh_selection=_csv(args.full_refresh_select),
@@ -151,15 +203,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    spec = _spec(args)
     from framework.runner.watch import watch_spec
 
-    return watch_spec(_spec(args), debounce_s=args.debounce)
+    return watch_spec(spec, debounce_s=args.debounce)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    spec = _spec(args, libraries=args.gx)
     from framework.runner.reporting import write_reports
 
-    spec = _spec(args)
     for path in write_reports(spec, update_id=args.update, out_dir=args.out, gx=args.gx):
         print(f"wrote {path}")
     return 0

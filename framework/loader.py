@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from framework.dbutils import LocalDbutils
-from framework.errors import LoadError, PipelineError, Problem, SpecError
+from framework.errors import LoadError, PathMappingError, PipelineError, Problem, SpecError
 from framework.notebook import is_notebook_source, notebook_to_python
 from framework.paths import PathMapper
 from framework.registry import Registry, registration_context
-from framework.spec import Library, PipelineSpec
+from framework.spec import Library, PipelineSpec, short_repr
 
 _MODULE_PREFIX = "medallion_pipeline_"
 _UNSET: Any = object()
@@ -72,11 +72,15 @@ def resolve_libraries(spec: PipelineSpec, mapper: PathMapper) -> list[Path]:
     problems: list[Problem] = []
     files: list[Path] = []
     for library in spec.libraries:
-        found = _resolve_library(library, spec.root, mapper)
+        try:
+            found = _resolve_library(library, spec.root, mapper)
+        except PathMappingError as exc:
+            problems.append(Problem(exc.code, exc.message, spec.source))
+            continue
         if not found:
             problems.append(Problem("LIBRARY_NOT_FOUND",
-                                    f"{library.kind} library '{library.path}' matches no file (looked under "
-                                    f"{spec.root})", spec.source))
+                                    f"{library.kind} library {short_repr(library.path)} matches no file (looked "
+                                    f"under {spec.root})", spec.source))
         for path in found:
             if path not in files:
                 files.append(path)
@@ -208,7 +212,29 @@ def _exec_library(path: Path, spark: Any, dbutils: Any) -> None:
         raise LoadError(f"syntax error: {exc.msg}", file=str(path), line=exc.lineno) from exc
     except Exception as exc:
         line = _line_in(exc, str(path))
+        if _needs_running_spark(exc):
+            raise LoadError(_NEEDS_SPARK, code="SPARK_NOT_STARTED", file=str(path), line=line) from exc
         raise LoadError(f"loading failed: {type(exc).__name__}: {exc}", file=str(path), line=line) from exc
+
+
+_NEEDS_SPARK = ("this line builds a Spark Column (e.g. `F.col(...)`, `F.expr(...)`) at module level, which needs a "
+                "running Spark session, and the pipeline was loaded without Spark (`validate --static`, "
+                "`graph --static`, unit tests). Build it inside the query function (or a function it calls), or "
+                "validate without --static")
+
+
+def _needs_running_spark(exc: BaseException) -> bool:
+    """Whether ``exc`` is PySpark's ``assert SparkContext._active_spark_context is not None`` (a bare
+    AssertionError raised inside pyspark while no SparkContext exists)."""
+    if not isinstance(exc, AssertionError):
+        return False
+    import pyspark
+    from pyspark import SparkContext
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    pyspark_dir = str(Path(str(pyspark.__file__)).parent)
+    return bool(frames) and frames[-1].filename.startswith(pyspark_dir) and \
+        SparkContext._active_spark_context is None
 
 
 def _line_in(exc: BaseException, filename: str) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import reprlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -79,72 +80,212 @@ class PipelineSpec:
         return self.storage / "autoloader"
 
 
+# An expanded spec larger than this is refused: YAML aliases can make a few hundred bytes expand to billions of
+# entries ("billion laughs"), which would hang every later walk over the spec (merging, messages, deployment).
+# The largest real specs we know (Databricks settings with cluster policies) have a few hundred nodes.
+MAX_SPEC_NODES = 100_000
+MAX_SPEC_BYTES = 5 * 1024 * 1024
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist = 3, 3, 3
+_SHORT_MAX = 160
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut to at most 160 characters, for messages about user input of any size."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= _SHORT_MAX else text[:_SHORT_MAX - 3] + "..."
+
+
 def load_spec(path: str | Path, env: str | None = None, overrides: Mapping[str, Any] | None = None
               ) -> PipelineSpec:
-    """Read and validate a YAML spec or a Databricks settings JSON (by extension or content)."""
+    """Read and validate a YAML spec or a Databricks settings JSON (by extension or content).
+
+    Args:
+        path: The spec file.
+        env: An ``environments`` entry merged over the base settings.
+        overrides: Settings merged over everything else (e.g. the CLI's ``--storage``).
+
+    Returns:
+        The validated spec. Its libraries are not looked up here (see ``framework.loader.resolve_libraries``).
+
+    Raises:
+        SpecError: The file is missing, unreadable, not UTF-8, too large once expanded, or invalid; every
+            problem of a readable spec at once.
+    """
     path = Path(path)
     source = str(path)
+    raw = _parse_text(_read_text(path, source), path, source)
+    default_root = path.parent.parent if path.parent.name == "conf" else path.parent
+    return parse_spec(_unwrap(raw, source), source=source, default_root=default_root.resolve(), env=env,
+                      overrides=overrides)
+
+
+def _read_text(path: Path, source: str) -> str:
+    def fail(code: str, message: str, line: int | None = None) -> SpecError:
+        return SpecError(source, [Problem(code, message, source, line)])
+
     if not path.exists():
-        raise SpecError(source, [Problem("SPEC_NOT_FOUND", f"no such file: {path}")])
-    text = path.read_text()
+        raise fail("SPEC_NOT_FOUND", f"no such file: {path}")
+    if path.is_dir():
+        raise fail("SPEC_IS_A_DIRECTORY", f"{path} is a directory; pass the spec file inside it "
+                   "(e.g. conf/<pipeline>.yaml)")
     try:
-        raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise fail("SPEC_TOO_LARGE", f"the file has {path.stat().st_size} bytes; a spec is at most "
+                       f"{MAX_SPEC_BYTES} bytes")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise fail("SPEC_UNREADABLE", f"cannot read {path}: {exc.strerror or type(exc).__name__}") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise fail("SPEC_NOT_UTF8", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                   "save the spec as UTF-8", line) from exc
+
+
+def _parse_text(text: str, path: Path, source: str) -> Any:
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         line = (line + 1) if isinstance(line, int) else getattr(exc, "lineno", None)
-        raise SpecError(source, [Problem("SPEC_PARSE_ERROR", str(exc).splitlines()[0], source, line)]) from exc
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SpecError(source, [Problem("SPEC_PARSE_ERROR", first[:300], source, line)]) from exc
+    except _SpecTooLarge as exc:
+        raise SpecError(source, [Problem("SPEC_TOO_LARGE", str(exc), source)]) from None
+    except RecursionError:
+        raise SpecError(source, [Problem("SPEC_TOO_LARGE", "the spec is nested too deeply", source)]) from None
+
+
+class _SpecTooLarge(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses documents whose aliases expand to more than ``MAX_SPEC_NODES`` nodes (or that
+    refer to themselves), before any Python object is built."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None:
+            _expanded_size(node, {}, set())
+        return node
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:
+    """Nodes in the tree ``node`` stands for once every alias is copied out (memoised, so linear in the
+    composed graph)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_nodes:
+        raise _SpecTooLarge("an alias refers to the node that contains it (a recursive spec)")
+    open_nodes.add(key)
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(child, sizes, open_nodes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, sizes, open_nodes) + _expanded_size(v, sizes, open_nodes)
+                    for k, v in node.value)
+    open_nodes.discard(key)
+    if size > MAX_SPEC_NODES:
+        raise _SpecTooLarge(f"the spec expands to more than {MAX_SPEC_NODES} entries (YAML aliases?); "
+                            "write the settings out instead of repeating anchors")
+    sizes[key] = size
+    return size
+
+
+def _unwrap(raw: Any, source: str) -> dict[str, Any]:
+    """The pipeline settings inside ``raw``: itself, or an asset bundle's ``{"resources": {"pipelines":
+    {"key": {...}}}}``, or a ``{"spec": {...}}`` wrapper."""
     if not isinstance(raw, dict):
         raise SpecError(source, [Problem("SPEC_NOT_A_MAPPING", "a spec must be a mapping of settings", source)])
-    # Asset-bundle style wrapper: {"resources": {"pipelines": {"key": {...}}}} or {"spec": {...}}
     if isinstance(raw.get("spec"), dict):
         raw = raw["spec"]
     pipelines = (raw.get("resources") or {}).get("pipelines") if isinstance(raw.get("resources"), dict) else None
     if isinstance(pipelines, dict):
         if len(pipelines) != 1:
+            names = ", ".join(short_repr(str(k)) for k in list(pipelines)[:5])
             raise SpecError(source, [Problem("AMBIGUOUS_BUNDLE", f"the bundle defines {len(pipelines)} pipelines "
-                                             f"({', '.join(pipelines)}); pass a file with exactly one", source)])
+                                             f"({names}); pass a file with exactly one", source)])
         raw = next(iter(pipelines.values()))
-    default_root = path.parent.parent if path.parent.name == "conf" else path.parent
-    return parse_spec(raw, source=source, default_root=default_root.resolve(), env=env, overrides=overrides)
+        if not isinstance(raw, dict):
+            raise SpecError(source, [Problem("SPEC_NOT_A_MAPPING", "the bundle's pipeline must be a mapping of "
+                                             "settings", source)])
+    return raw
 
 
 def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: str | None = None,
                overrides: Mapping[str, Any] | None = None) -> PipelineSpec:
+    """Validate pipeline settings (already read from a file) into a :class:`PipelineSpec`.
+
+    Args:
+        raw: The settings mapping.
+        source: Where the settings came from (named in every problem).
+        default_root: The project root when the settings give no ``root``.
+        env: An ``environments`` entry merged over the base settings.
+        overrides: Settings merged over everything else.
+
+    Raises:
+        SpecError: Every problem found, at once.
+    """
     problems: list[Problem] = []
-    data: dict[str, Any] = copy.deepcopy(dict(raw))
-    environments = data.pop("environments", None) or {}
-    if env is not None:
-        if not isinstance(environments, dict) or env not in environments:
-            known = ", ".join(sorted(environments)) if isinstance(environments, dict) else "none"
-            problems.append(Problem("UNKNOWN_ENVIRONMENT", f"environment '{env}' is not defined (known: {known})",
-                                    source))
-        else:
-            data = _deep_merge(data, environments[env] or {})
-    data = _deep_merge(data, dict(overrides or {}))
-
-    for key in data:
-        if key not in DATABRICKS_KEYS | LOCAL_KEYS:
-            close = difflib.get_close_matches(key, sorted(DATABRICKS_KEYS | LOCAL_KEYS), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            problems.append(Problem("UNKNOWN_SPEC_KEY", f"unknown setting '{key}'{hint}", source))
-
+    data = _merged_settings(raw, env, overrides, source, problems)
+    _check_keys_and_types(data, source, problems)
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         problems.append(Problem("MISSING_NAME", "the spec needs a `name` (string)", source))
         name = "pipeline"
-
     root = Path(str(data.get("root", default_root)))
     if not root.is_absolute():
         root = (default_root / root).resolve()
-
     libraries = _libraries(data.get("libraries"), source, problems)
-    configuration = _string_map(data.get("configuration"), "configuration", source, problems)
-    paths = _string_map(data.get("paths"), "paths", source, problems)
-    spark_conf = _string_map(data.get("spark_conf"), "spark_conf", source, problems)
-    layers = _string_map(data.get("layers"), "layers", source, problems)
+    maps = {what: _string_map(data.get(what), what, source, problems)
+            for what in ("configuration", "paths", "spark_conf", "layers")}
+    storage = _storage(data.get("storage"), root, str(name), maps["paths"], source, problems)
+    if problems:
+        raise SpecError(source, problems)
+    pipeline_id = str(data.get("id") or uuid.uuid5(uuid.NAMESPACE_URL, f"medallion/{name}/{storage}"))
+    extra = {k: v for k, v in data.items() if k in DATABRICKS_KEYS and k not in _USED}
+    return PipelineSpec(
+        name=str(name), source=source, root=root, libraries=tuple(libraries), storage=storage,
+        configuration=maps["configuration"], catalog=data.get("catalog"),
+        schema=str(data.get("schema") or data.get("target") or "default"),
+        development=bool(data.get("development", True)), continuous=bool(data.get("continuous", False)),
+        channel=str(data.get("channel", "CURRENT")), edition=str(data.get("edition", "ADVANCED")),
+        paths=maps["paths"], spark_conf=maps["spark_conf"], environment=env, pipeline_id=pipeline_id,
+        layers=maps["layers"], extra=extra)
 
-    catalog = data.get("catalog")
-    schema = data.get("schema") or data.get("target") or "default"
+
+def _merged_settings(raw: Mapping[str, Any], env: str | None, overrides: Mapping[str, Any] | None, source: str,
+                     problems: list[Problem]) -> dict[str, Any]:
+    """The base settings with the chosen environment, then ``overrides``, merged over them."""
+    data: dict[str, Any] = copy.deepcopy(dict(raw))
+    environments = data.pop("environments", None) or {}
+    if env is not None:
+        if not isinstance(environments, dict) or env not in environments:
+            known = ", ".join(sorted(map(str, environments))) if isinstance(environments, dict) else "none"
+            problems.append(Problem("UNKNOWN_ENVIRONMENT", f"environment '{env}' is not defined (known: "
+                                    f"{known[:300]})", source))
+        elif isinstance(environments[env] or {}, Mapping):
+            data = _deep_merge(data, environments[env] or {})
+        else:
+            problems.append(Problem("INVALID_VALUE", f"`environments.{env}` must be a mapping of settings",
+                                    source))
+    return _deep_merge(data, dict(overrides or {}))
+
+
+def _check_keys_and_types(data: Mapping[str, Any], source: str, problems: list[Problem]) -> None:
+    known = sorted(DATABRICKS_KEYS | LOCAL_KEYS)
+    for key in data:
+        if key not in DATABRICKS_KEYS | LOCAL_KEYS:
+            close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) and len(key) < 100 else []
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(Problem("UNKNOWN_SPEC_KEY", f"unknown setting {short_repr(key)}{hint}", source))
     if data.get("schema") and data.get("target"):
         problems.append(Problem("SCHEMA_AND_TARGET", "set either `schema` (Unity Catalog) or the legacy `target`, "
                                 "not both", source))
@@ -155,34 +296,27 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
         if data.get(key) is not None and not isinstance(data.get(key), bool):
             problems.append(Problem("INVALID_VALUE", f"`{key}` must be true or false", source))
 
-    storage_raw = data.get("storage")
-    storage = root / "runs" / str(name)
-    if storage_raw is not None:
-        if not isinstance(storage_raw, str):
+
+def _storage(value: Any, root: Path, name: str, paths: Mapping[str, str], source: str,
+             problems: list[Problem]) -> Path:
+    """The storage root: ``<root>/runs/<name>`` by default, a mapped Databricks path, or a local path."""
+    storage = root / "runs" / name
+    if value is not None:
+        if not isinstance(value, str):
             problems.append(Problem("INVALID_VALUE", "`storage` must be a path string", source))
-        elif storage_raw.startswith(("dbfs:/", "/dbfs/", "s3:", "abfss:", "gs:")):
+        elif value.startswith(("dbfs:/", "/dbfs/", "s3:", "abfss:", "gs:")):
             from framework.paths import PathMapper
 
             try:
-                mapped = PathMapper.from_spec(paths, root).map(storage_raw)
+                mapped = PathMapper.from_spec(paths, root).map(value)
             except PipelineError:
-                mapped = storage_raw
-            storage = Path(mapped) if mapped != storage_raw else storage
+                mapped = value
+            storage = Path(mapped) if mapped != value else storage
         else:
-            storage = Path(storage_raw)
+            storage = Path(value)
     if not storage.is_absolute():
         storage = (root / storage).resolve()
-
-    if problems:
-        raise SpecError(source, problems)
-    pipeline_id = str(data.get("id") or uuid.uuid5(uuid.NAMESPACE_URL, f"medallion/{name}/{storage}"))
-    extra = {k: v for k, v in data.items() if k in DATABRICKS_KEYS and k not in _USED}
-    return PipelineSpec(
-        name=str(name), source=source, root=root, libraries=tuple(libraries), storage=storage,
-        configuration=configuration, catalog=catalog, schema=str(schema),
-        development=bool(data.get("development", True)), continuous=bool(data.get("continuous", False)),
-        channel=str(data.get("channel", "CURRENT")), edition=str(data.get("edition", "ADVANCED")),
-        paths=paths, spark_conf=spark_conf, environment=env, pipeline_id=pipeline_id, layers=layers, extra=extra)
+    return storage
 
 
 _USED = {"id", "name", "libraries", "configuration", "catalog", "schema", "target", "storage", "continuous",
@@ -215,8 +349,8 @@ def _libraries(value: Any, source: str, problems: list[Problem]) -> list[Library
                 continue
         problems.append(Problem(
             "INVALID_LIBRARY",
-            f"libraries[{i}] = {entry!r}: expected one of {{file: {{path: ...}}}}, {{notebook: {{path: ...}}}}, "
-            "{glob: {include: 'dir/**'}}", source))
+            f"libraries[{i}] = {short_repr(entry)}: expected one of {{file: {{path: ...}}}}, "
+            "{notebook: {path: ...}}, {glob: {include: 'dir/**'}}", source))
     return out
 
 
@@ -229,8 +363,8 @@ def _string_map(value: Any, what: str, source: str, problems: list[Problem]) -> 
     out = {}
     for key, val in value.items():
         if isinstance(val, (dict, list)):
-            problems.append(Problem("INVALID_VALUE", f"`{what}.{key}` must be a string, got {type(val).__name__}",
-                                    source))
+            problems.append(Problem("INVALID_VALUE", f"`{what}.{str(key)[:100]}` must be a string, got "
+                                    f"{type(val).__name__}", source))
             continue
         out[str(key)] = "" if val is None else (str(val).lower() if isinstance(val, bool) else str(val))
     return out

@@ -4,9 +4,11 @@ its settings for a while)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.errors import EnvironmentSetupError
@@ -25,6 +27,10 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        check_java()  # before the gateway starts: its own failure is JAVA_GATEWAY_EXITED and a page of output
     settings = settings or load_local_settings()
     jars = settings.jar_paths()
     missing = [str(p) for p in jars if not p.exists()]
@@ -66,6 +72,34 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     return spark
+
+
+JDK_HINT = ("install a Java 17 JDK, e.g. `sudo apt-get install openjdk-17-jdk-headless` (Debian/Ubuntu) or "
+            "`brew install openjdk@17` (macOS), then put `java` on PATH or set JAVA_HOME")
+
+
+def check_java(environ: Mapping[str, str] | None = None) -> Path:
+    """Return the ``java`` that Spark's launcher will run: ``$JAVA_HOME/bin/java``, else ``java`` on ``PATH``.
+
+    Args:
+        environ: The environment to look in (default: this process's).
+
+    Raises:
+        EnvironmentSetupError: There is none; the message is one line that says how to install a JDK.
+    """
+    environ = os.environ if environ is None else environ
+    java_home = environ.get("JAVA_HOME")
+    if java_home:  # spark-class uses JAVA_HOME when it is set, and PATH only when it is not
+        java = Path(java_home) / "bin" / "java"
+        if java.is_file() and os.access(java, os.X_OK):
+            return java
+        raise EnvironmentSetupError(f"Java not found: JAVA_HOME={java_home} has no bin/java; {JDK_HINT}",
+                                    code="JAVA_NOT_FOUND")
+    found = shutil.which("java", path=environ.get("PATH", ""))
+    if found is None:
+        raise EnvironmentSetupError(f"Java not found (no `java` on PATH, JAVA_HOME not set); {JDK_HINT}",
+                                    code="JAVA_NOT_FOUND")
+    return Path(found)
 
 
 @contextmanager

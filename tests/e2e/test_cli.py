@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,55 @@ def test_demo_runs_the_sample_twice_incrementally(sample_spec: Path, tmp_path: P
     assert "expect positive_amount [drop]" in first
     assert "report:" in result.stdout and (tmp_path / "storage" / "reports" / "dq_report.html").exists()
     assert "daily_revenue_by_country" in result.stdout
+
+
+def _tiny_pipeline(tmp_path: Path) -> Path:
+    (tmp_path / "p").mkdir(exist_ok=True)
+    (tmp_path / "p" / "p.py").write_text("import dlt\n\n@dlt.table\ndef orders():\n    return spark.range(3)\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"name: tiny\nstorage: {tmp_path / 'storage'}\nlibraries: [{{glob: {{include: p/**}}}}]\n")
+    return spec
+
+
+def test_bad_specs_fail_fast_with_exit_2_and_no_traceback(tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("name: caf\xe9\nlibraries: []\n".encode("latin-1"))
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("name: m\nlibraries: [{file: {path: gone_a.py}}, {notebook: {path: gone_b}}]\n")
+    started = time.monotonic()
+    for spec, expected in ((latin1, ["SPEC_NOT_UTF8", str(latin1)]), (tmp_path, ["SPEC_IS_A_DIRECTORY"]),
+                           (missing, ["gone_a.py", "gone_b", "LIBRARY_NOT_FOUND"])):
+        result = medallion("validate", str(spec))  # not --static: Spark would start after the spec load
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert all(text in result.stderr for text in expected), result.stderr
+    assert time.monotonic() - started < 60  # three interpreter starts; no JVM (a JVM start alone takes longer)
+
+
+def test_missing_java_is_one_line_saying_how_to_install_a_jdk(tmp_path: Path) -> None:
+    spec = _tiny_pipeline(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), JAVA_HOME=str(tmp_path / "no-jdk"))
+    result = subprocess.run([sys.executable, "-m", "framework.cli", "validate", str(spec)], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "JAVA_NOT_FOUND" in lines[0] and "apt-get install openjdk-17-jdk-headless" in lines[0]
+    assert "JAVA_GATEWAY_EXITED" not in result.stderr
+
+
+def test_unexpected_errors_print_one_message_and_the_traceback_only_on_request(tmp_path: Path) -> None:
+    spec = _tiny_pipeline(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    result = medallion("graph", str(spec), "--static", "--out", str(blocker / "graph"))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: NotADirectoryError: ") or \
+        result.stderr.startswith("error: FileExistsError: "), result.stderr
+    assert "MEDALLION_DEBUG=1" in result.stderr
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), MEDALLION_DEBUG="1")
+    debug = subprocess.run([sys.executable, "-m", "framework.cli", "graph", str(spec), "--static", "--out",
+                            str(blocker / "graph")], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                           timeout=300, check=False)
+    assert debug.returncode == 1 and "Traceback (most recent call last)" in debug.stderr

@@ -382,3 +382,38 @@ def test_same_named_helpers_in_two_pipelines_do_not_leak(tmp_path) -> None:
 
 def test_shim_module_identity() -> None:
     assert shim_dlt.__name__ == "framework.shim.dlt"
+
+
+def test_module_level_column_without_spark_names_file_line_and_why(tmp_path) -> None:
+    spec = make_pipeline(tmp_path, {"p.py": """
+        import dlt
+        from pyspark.sql import functions as F
+
+        VALID = F.col("amount") > 0
+
+        @dlt.table
+        def t():
+            return spark.range(3).where(VALID)
+    """})
+    with pytest.raises(LoadError) as info:
+        load_pipeline(spec)
+    err = info.value
+    assert err.code == "SPARK_NOT_STARTED"
+    assert err.file == str((tmp_path / "p.py").resolve()) and err.line == line_of(tmp_path / "p.py", "F.col(")
+    assert "module level" in err.message and "inside the query function" in err.message
+
+
+def test_an_assertion_in_pipeline_code_is_not_taken_for_missing_spark(tmp_path) -> None:
+    spec = make_pipeline(tmp_path, {"p.py": "assert 1 == 2, 'own check'\n"})
+    with pytest.raises(LoadError) as info:
+        load_pipeline(spec)
+    assert info.value.code == "LIBRARY_LOAD_FAILED" and "AssertionError: own check" in info.value.message
+
+
+def test_unmapped_workspace_library_is_a_spec_problem_with_the_others(tmp_path) -> None:
+    spec = parse_spec({"name": "t", "libraries": [{"file": {"path": "dbfs:/mnt/code/a.py"}},
+                                                  {"file": {"path": "missing.py"}}]},
+                      source="spec.yaml", default_root=tmp_path)
+    with pytest.raises(SpecError) as info:
+        resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+    assert info.value.codes == ["UNMAPPED_DATABRICKS_PATH", "LIBRARY_NOT_FOUND"]

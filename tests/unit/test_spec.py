@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,64 @@ def test_repository_sample_spec_validates_and_its_libraries_resolve() -> None:
     assert mapper.map("dbfs:/mnt/landing/orders") == str(REPO / "runs" / "sample" / "landing" / "orders")
     prod = load_spec(REPO / "conf" / "sample.yaml", env="prod")
     assert prod.development is False and prod.storage == REPO / "runs" / "sample-prod" / "storage"
+
+
+# ------------------------------------------------------------------------------------ unreadable and hostile files
+def test_a_spec_that_is_not_utf8_names_the_file_and_line(tmp_path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: p\n# café\nlibraries: []\n".encode("latin-1"))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.codes == ["SPEC_NOT_UTF8"]
+    assert info.value.problems[0].line == 2 and str(path) in str(info.value)
+    assert "byte 0xe9" in str(info.value)
+
+
+def test_a_utf8_bom_is_accepted(tmp_path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"name": "p", "libraries": []}')
+    assert load_spec(path).name == "p"
+
+
+def test_a_directory_is_not_a_spec(tmp_path) -> None:
+    with pytest.raises(SpecError) as info:
+        load_spec(tmp_path)
+    assert info.value.codes == ["SPEC_IS_A_DIRECTORY"] and str(tmp_path) in str(info.value)
+
+
+def test_yaml_alias_bomb_is_refused_before_it_expands(tmp_path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]  # 10**10 leaves
+    path = tmp_path / "bomb.yaml"
+    path.write_text("name: p\n" + "\n".join(lines) + "\nlibraries: [*a9]\n")
+    started = time.perf_counter()
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.codes == ["SPEC_TOO_LARGE"]
+    assert time.perf_counter() - started < 2
+    assert len(str(info.value)) < 500
+
+
+def test_recursive_yaml_alias_is_refused(tmp_path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("name: p\nlibraries: &l [*l]\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.codes == ["SPEC_TOO_LARGE"] and "recursive" in str(info.value)
+
+
+def test_deeply_nested_spec_is_refused_not_a_recursion_traceback(tmp_path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "p", "libraries": [], "tags": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert info.value.codes == ["SPEC_TOO_LARGE"]
+
+
+def test_messages_quote_big_entries_in_bounded_size(tmp_path) -> None:
+    big = {f"k{i}": ["v" * 10_000] * 100 for i in range(100)}
+    raw = {"name": "p", "libraries": [big, "x" * 1_000_000], "y" * 100_000: 1}
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw, source="s", default_root=tmp_path)
+    assert sorted(info.value.codes) == ["INVALID_LIBRARY", "INVALID_LIBRARY", "UNKNOWN_SPEC_KEY"]
+    assert all(len(p.message) < 400 for p in info.value.problems)
