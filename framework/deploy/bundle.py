@@ -15,7 +15,9 @@ from typing import Any
 
 import yaml
 
+from framework.errors import Problem, SpecError
 from framework.loader import resolve_libraries
+from framework.notebook import is_notebook_source
 from framework.paths import PathMapper
 from framework.spec import PipelineSpec
 
@@ -29,17 +31,9 @@ def _resource_key(name: str) -> str:
 def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROOT,
                       development: bool | None = None) -> dict[str, Any]:
     """Databricks pipeline settings (the shape of the Pipelines API and of a bundle's pipeline resource)."""
-    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
-    libraries = []
-    for path in files:
-        relative = path.resolve().relative_to(spec.root.resolve()).as_posix()
-        if path.read_text(encoding="utf-8", errors="replace").startswith("# Databricks notebook source"):
-            libraries.append({"notebook": {"path": f"{workspace_root}/{relative}"}})
-        else:
-            libraries.append({"file": {"path": f"{workspace_root}/{relative}"}})
     settings: dict[str, Any] = {
         "name": spec.name,
-        "libraries": libraries,
+        "libraries": _libraries(spec, workspace_root),
         "configuration": dict(spec.configuration),
         "target": spec.schema,
         "development": spec.development if development is None else development,
@@ -55,6 +49,25 @@ def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROO
     if not spec.catalog and "serverless" not in settings:
         settings["photon"] = bool(spec.extra.get("photon", False))
     return settings
+
+
+def _libraries(spec: PipelineSpec, workspace_root: str) -> list[dict[str, Any]]:
+    """One ``file`` or ``notebook`` library per resolved file, by its path under the project root (which the
+    bundle syncs to ``workspace_root``)."""
+    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+    root = spec.root.resolve()
+    outside = [path for path in files if not path.resolve().is_relative_to(root)]
+    if outside:
+        raise SpecError(spec.source, [Problem(
+            "LIBRARY_OUTSIDE_ROOT", f"library file {path} lies outside the project root {root}, which is what "
+            "the bundle syncs to the workspace; move it under the root, or set `root:` in the spec to a folder "
+            "that holds every library", spec.source) for path in outside])
+    libraries = []
+    for path in files:
+        relative = path.resolve().relative_to(root).as_posix()
+        kind = "notebook" if is_notebook_source(path.read_text(encoding="utf-8", errors="replace")) else "file"
+        libraries.append({kind: {"path": f"{workspace_root}/{relative}"}})
+    return libraries
 
 
 def bundle_config(spec: PipelineSpec, prod_spec: PipelineSpec | None = None) -> dict[str, Any]:

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 from framework.deploy import bundle_config, pipeline_settings, write_deployment
+from framework.errors import SpecError
 from framework.spec import load_spec
 from tests.conftest import REPO_ROOT
 
@@ -41,3 +43,22 @@ def test_settings_round_trip_through_the_spec_parser(tmp_path: Path) -> None:
     assert again.name == spec.name and again.schema == spec.schema
     assert [lib.path for lib in again.libraries] == [lib["file"]["path"] for lib in settings["libraries"]]
     assert bundle_config(spec)["bundle"]["name"] == "sample_medallion"
+
+
+def test_libraries_outside_the_project_root_are_a_spec_error_naming_each(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "common.py").write_text("x = 1\n")
+    (tmp_path / "project" / "conf").mkdir(parents=True)
+    (tmp_path / "project" / "p.py").write_text("x = 1\n")
+    spec_path = tmp_path / "project" / "conf" / "spec.yaml"
+    spec_path.write_text("name: outside\nlibraries:\n  - file: {path: p.py}\n  - file: {path: ../shared/common.py}\n")
+    spec = load_spec(spec_path)
+    with pytest.raises(SpecError) as info:
+        write_deployment(spec, tmp_path / "deploy")
+    assert info.value.codes == ["LIBRARY_OUTSIDE_ROOT"]
+    assert str((tmp_path / "shared" / "common.py").resolve()) in str(info.value)
+    spec_path.write_text("name: inside\nroot: ..\nlibraries:\n  - file: {path: project/p.py}\n"
+                         "  - file: {path: shared/common.py}\n")
+    inside = load_spec(spec_path)
+    paths = [lib["file"]["path"] for lib in pipeline_settings(inside)["libraries"]]
+    assert paths == ["${workspace.file_path}/project/p.py", "${workspace.file_path}/shared/common.py"]
