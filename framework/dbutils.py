@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from framework.errors import PipelineError
 from framework.paths import PathMapper
+from framework.redaction import register_secret
 
 
 class FileInfo(NamedTuple):
@@ -132,6 +133,17 @@ class LocalSecrets:
     secrets_file: Path
 
     def get(self, scope: str, key: str) -> str:
+        """The secret's value; from now on it shows as ``[REDACTED]`` in everything the framework prints or
+        logs (framework/redaction.py), as on Databricks."""
+        value = self._lookup(scope, key)
+        register_secret(value)
+        return value
+
+    def getBytes(self, scope: str, key: str) -> bytes:
+        """The secret's value as UTF-8 bytes (registered for redaction like :meth:`get`)."""
+        return self.get(scope, key).encode("utf-8")
+
+    def _lookup(self, scope: str, key: str) -> str:
         env_name = "DATABRICKS_SECRET_" + re.sub(r"[^A-Za-z0-9]", "_", f"{scope}_{key}").upper()
         if env_name in os.environ:
             return os.environ[env_name]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from framework import redaction
 from framework.dbutils import FileInfo, LocalDbutils, SecretNotFoundError
 from framework.errors import PathMappingError, PipelineError
 from framework.paths import PathMapper
@@ -15,6 +17,17 @@ from framework.paths import PathMapper
 def dbutils(tmp_path: Path) -> LocalDbutils:
     mapper = PathMapper.from_spec({"dbfs:/mnt/lake": "lake", "/Volumes/main/s/v": "vol"}, tmp_path)
     return LocalDbutils(mapper, {"env": "dev", "run.date": "2024-01-01"}, tmp_path / ".secrets.env")
+
+
+@pytest.fixture(autouse=True)
+def clean_registry() -> Iterator[None]:
+    """Secrets read here are registered process-wide: forget them after each test."""
+    saved = redaction.SECRETS.values()
+    redaction.SECRETS.clear()
+    yield
+    redaction.SECRETS.clear()
+    for value in saved:
+        redaction.SECRETS.register(value)
 
 
 # ------------------------------------------------------------------------------------------------------------ fs
@@ -138,3 +151,27 @@ def test_missing_secret_says_how_to_provide_it(dbutils, tmp_path, monkeypatch) -
 
 def test_secrets_list_is_empty(dbutils) -> None:
     assert dbutils.secrets.list("any") == []
+
+
+def test_secrets_read_are_registered_for_redaction(dbutils, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DATABRICKS_SECRET_API_TOKEN", "tok-from-env")
+    monkeypatch.delenv("DATABRICKS_SECRET_KV_PW", raising=False)
+    (tmp_path / ".secrets.env").write_text("kv/pw='file pw'\n")
+    assert redaction.redact("tok-from-env file pw") == "tok-from-env file pw"  # nothing read yet
+    assert dbutils.secrets.get("api", "token") == "tok-from-env"  # the real value, not [REDACTED]
+    assert dbutils.secrets.get("kv", "pw") == "file pw"
+    assert redaction.SECRETS.values() == {"tok-from-env", "file pw"}
+    assert redaction.redact("tok-from-env file pw") == "[REDACTED] [REDACTED]"
+
+
+def test_get_bytes(dbutils, monkeypatch) -> None:
+    monkeypatch.setenv("DATABRICKS_SECRET_API_KEY", "clé-1")
+    assert dbutils.secrets.getBytes("api", "key") == "clé-1".encode()
+    assert redaction.redact("key clé-1") == "key [REDACTED]"
+
+
+def test_missing_secret_registers_nothing(dbutils, monkeypatch) -> None:
+    monkeypatch.delenv("DATABRICKS_SECRET_NO_SUCH", raising=False)
+    with pytest.raises(SecretNotFoundError):
+        dbutils.secrets.getBytes("no", "such")
+    assert redaction.SECRETS.values() == frozenset()
