@@ -68,11 +68,34 @@ def to_mermaid(graph: PipelineGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
+_BOX_W, _BOX_H, _GAP_X, _GAP_Y, _PAD = 190, 54, 90, 26, 30
+
+
 def to_html(graph: PipelineGraph, title: str) -> str:
     """A self-contained HTML page: the graph drawn as SVG in columns by depth, colored by layer."""
     nodes = list(graph.registry.datasets) + list(graph.registry.sinks)
     externals = sorted({e for exts in graph.external.values() for e in exts})
     edges = _edges(graph)
+    pos, width, height = _layout(externals, nodes, edges)
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           'font-family="Helvetica,Arial,sans-serif" font-size="13">',
+           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+           'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>']
+    for source, target, label in edges:
+        svg += _svg_edge(pos[source], pos[target], label)
+    svg += [_svg_node(graph, name, pos[name]) for name in externals + nodes]
+    svg.append("</svg>")
+    legend = " ".join(f'<span style="border:2px solid {c};background:{c}22;padding:2px 8px;border-radius:4px">'
+                      f'{n}</span>' for n, c in _COLORS.items())
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+            f"<body style='font-family:Helvetica,Arial,sans-serif;margin:24px'><h2>{html.escape(title)}</h2>"
+            f"<p>{legend}</p>{''.join(svg)}<h3>Mermaid</h3><pre>{html.escape(to_mermaid(graph))}</pre>"
+            "</body></html>")
+
+
+def _layout(externals: list[str], nodes: list[str], edges: list[tuple[str, str, str]]
+            ) -> tuple[dict[str, tuple[int, int]], int, int]:
+    """Each box's top-left corner (one column per depth from the sources), and the picture's width and height."""
     depth: dict[str, int] = {e: 0 for e in externals}
     for _ in range(len(nodes) + 1):
         for source, target, _label in edges:
@@ -82,53 +105,47 @@ def to_html(graph: PipelineGraph, title: str) -> str:
     columns: dict[int, list[str]] = defaultdict(list)
     for name in externals + nodes:
         columns[depth[name]].append(name)
-    box_w, box_h, gap_x, gap_y, pad = 190, 54, 90, 26, 30
     pos: dict[str, tuple[int, int]] = {}
     for col, names in sorted(columns.items()):
         for row, name in enumerate(names):
-            pos[name] = (pad + col * (box_w + gap_x), pad + 30 + row * (box_h + gap_y))
-    width = pad * 2 + (max(columns) + 1) * (box_w + gap_x)
-    height = pad * 2 + 40 + max(len(v) for v in columns.values()) * (box_h + gap_y)
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           'font-family="Helvetica,Arial,sans-serif" font-size="13">',
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>']
-    for source, target, label in edges:
-        (x1, y1), (x2, y2) = pos[source], pos[target]
-        sx, sy, tx, ty = x1 + box_w, y1 + box_h // 2, x2, y2 + box_h // 2
-        mid = (sx + tx) // 2
-        svg.append(f'<path d="M{sx},{sy} C{mid},{sy} {mid},{ty} {tx},{ty}" fill="none" stroke="#555" '
-                   'stroke-width="1.4" marker-end="url(#arrow)"/>')
-        if label:
-            svg.append(f'<text x="{mid}" y="{(sy + ty) // 2 - 4}" fill="#555" font-size="11" '
-                       f'text-anchor="middle">{html.escape(label)}</text>')
-    for name in externals + nodes:
-        x, y = pos[name]
-        if name in graph.registry.datasets:
-            dataset = graph.registry.datasets[name]
-            layer, kind, title_text = graph.layers.get(name, "silver"), graph.kinds[name].value, dataset.name
-        elif name in graph.registry.sinks:
-            layer, kind, title_text = "sink", f"sink ({graph.registry.sinks[name].format})", \
-                graph.registry.sinks[name].name
-        else:
-            layer, kind, title_text = "external", "external source", name
-        color = _COLORS[layer]
-        radius = 18 if kind == "view" else 6
-        dash = ' stroke-dasharray="5,3"' if layer == "external" or kind == "view" else ""
-        svg.append(f'<g><title>{html.escape(title_text)} — {html.escape(kind)} ({layer})</title>'
-                   f'<rect x="{x}" y="{y}" width="{box_w}" height="{box_h}" rx="{radius}" fill="{color}22" '
-                   f'stroke="{color}" stroke-width="2"{dash}/>'
-                   f'<text x="{x + box_w // 2}" y="{y + 22}" text-anchor="middle" font-weight="bold">'
-                   f'{html.escape(_short(title_text))}</text>'
-                   f'<text x="{x + box_w // 2}" y="{y + 40}" text-anchor="middle" fill="#444" font-size="11">'
-                   f'{html.escape(kind)} · {layer}</text></g>')
-    svg.append("</svg>")
-    legend = " ".join(f'<span style="border:2px solid {c};background:{c}22;padding:2px 8px;border-radius:4px">'
-                      f'{n}</span>' for n, c in _COLORS.items())
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
-            f"<body style='font-family:Helvetica,Arial,sans-serif;margin:24px'><h2>{html.escape(title)}</h2>"
-            f"<p>{legend}</p>{''.join(svg)}<h3>Mermaid</h3><pre>{html.escape(to_mermaid(graph))}</pre>"
-            "</body></html>")
+            pos[name] = (_PAD + col * (_BOX_W + _GAP_X), _PAD + 30 + row * (_BOX_H + _GAP_Y))
+    width = _PAD * 2 + (max(columns, default=0) + 1) * (_BOX_W + _GAP_X)
+    height = _PAD * 2 + 40 + max((len(v) for v in columns.values()), default=0) * (_BOX_H + _GAP_Y)
+    return pos, width, height
+
+
+def _svg_edge(start: tuple[int, int], end: tuple[int, int], label: str) -> list[str]:
+    (x1, y1), (x2, y2) = start, end
+    sx, sy, tx, ty = x1 + _BOX_W, y1 + _BOX_H // 2, x2, y2 + _BOX_H // 2
+    mid = (sx + tx) // 2
+    out = [f'<path d="M{sx},{sy} C{mid},{sy} {mid},{ty} {tx},{ty}" fill="none" stroke="#555" '
+           'stroke-width="1.4" marker-end="url(#arrow)"/>']
+    if label:
+        out.append(f'<text x="{mid}" y="{(sy + ty) // 2 - 4}" fill="#555" font-size="11" '
+                   f'text-anchor="middle">{html.escape(label)}</text>')
+    return out
+
+
+def _svg_node(graph: PipelineGraph, name: str, at: tuple[int, int]) -> str:
+    x, y = at
+    if name in graph.registry.datasets:
+        dataset = graph.registry.datasets[name]
+        layer, kind, title_text = graph.layers.get(name, "silver"), graph.kinds[name].value, dataset.name
+    elif name in graph.registry.sinks:
+        sink = graph.registry.sinks[name]
+        layer, kind, title_text = "sink", f"sink ({sink.format})", sink.name
+    else:
+        layer, kind, title_text = "external", "external source", name
+    color = _COLORS[layer]
+    radius = 18 if kind == "view" else 6
+    dash = ' stroke-dasharray="5,3"' if layer == "external" or kind == "view" else ""
+    return (f'<g><title>{html.escape(title_text)} — {html.escape(kind)} ({layer})</title>'
+            f'<rect x="{x}" y="{y}" width="{_BOX_W}" height="{_BOX_H}" rx="{radius}" fill="{color}22" '
+            f'stroke="{color}" stroke-width="2"{dash}/>'
+            f'<text x="{x + _BOX_W // 2}" y="{y + 22}" text-anchor="middle" font-weight="bold">'
+            f'{html.escape(_short(title_text))}</text>'
+            f'<text x="{x + _BOX_W // 2}" y="{y + 40}" text-anchor="middle" fill="#444" font-size="11">'
+            f'{html.escape(kind)} · {layer}</text></g>')
 
 
 def _short(text: str, limit: int = 24) -> str:

@@ -117,3 +117,18 @@ def test_empty_layers_are_omitted() -> None:
     text = to_mermaid(build_graph(reg, {}, {}))
     assert 'subgraph silver["silver"]' in text
     assert "subgraph bronze" not in text and "subgraph gold" not in text and "external" not in text
+
+
+def test_html_is_unchanged_by_the_to_html_split(graph) -> None:
+    """The picture drawn before ``to_html`` was split into layout/edge/node helpers: every box and curve in place."""
+    page = to_html(graph, "t")
+    assert 'width="1460" height="260"' in page
+    assert '<rect x="310" y="60" width="190" height="54" rx="6" fill="#cd7f3222" stroke="#cd7f32"' in page
+    assert '<path d="M220,87 C265,87 265,87 310,87" fill="none" stroke="#555"' in page
+
+
+def test_an_empty_pipeline_draws_an_empty_picture() -> None:
+    with registration_context() as reg:
+        pass
+    page = to_html(build_graph(reg, {}, {}), "empty")
+    assert "<svg" in page and "</svg>" in page
