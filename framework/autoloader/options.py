@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -31,10 +32,13 @@ CLOUD_FILES_OPTIONS = (
     "connectionString", "resourceGroup", "subscriptionId", "tenantId", "clientId", "clientSecret", "queueName",
     "projectId", "subscription", "client", "clientEmail", "privateKey", "privateKeyId",
     "schemaInference.sampleSize.numFiles", "schemaInference.sampleSize.numBytes",
+    # Not in the options reference, but Databricks accepts it under validateOptions and its own demos set it
+    # (the DMS CDC demo, the feature-store streaming demo): a no-op, Auto Loader infers whenever no schema is given.
+    "inferSchema",
 )
 # Options of the file source and every format (no prefix).
 GENERIC_OPTIONS = ("ignoreCorruptFiles", "ignoreMissingFiles", "modifiedAfter", "modifiedBefore",
-                   "pathGlobFilter", "recursiveFileLookup", "rescuedDataColumn", "mergeSchema", "encoding",
+                   "pathGlobFilter", "fileNamePattern", "recursiveFileLookup", "rescuedDataColumn", "mergeSchema", "encoding",
                    "charset", "readerCaseSensitive", "mode", "badRecordsPath", "columnNameOfCorruptRecord",
                    "lineSep", "locale", "timeZone", "dateFormat", "timestampFormat", "timestampNTZFormat",
                    "multiLine", "datetimeRebaseMode", "int96RebaseMode", "samplingRatio")
@@ -200,7 +204,8 @@ def parse_options(options: dict[str, str], *, user_schema: bool) -> CloudFilesOp
 
     Args:
         options: option name → value, as collected from ``.option(...)`` / ``.options(...)`` calls.
-        user_schema: whether the stream has a user schema (changes the evolution-mode default).
+        user_schema: whether the stream has a user schema (changes the evolution-mode default, and CSV's
+            ``header`` default: true when the schema is inferred, as Auto Loader assumes a header row then).
 
     Returns:
         The typed options.
@@ -210,43 +215,104 @@ def parse_options(options: dict[str, str], *, user_schema: bool) -> CloudFilesOp
             inconsistent combination.
     """
     opts = {str(k).lower(): str(v) for k, v in options.items()}
-    raw_format = opts.get("cloudfiles.format")
-    if raw_format is None:
-        raise AutoLoaderError("option 'cloudFiles.format' is required: add .option(\"cloudFiles.format\", "
-                              "\"json\") (one of " + ", ".join(CANONICAL_FORMAT.get(f, f) for f in FORMATS) + ")")
-    fmt = raw_format.strip().lower()
-    if fmt not in FORMATS:
-        raise AutoLoaderError(f"option 'cloudFiles.format' = '{raw_format}' is not a supported format; use one of "
-                              + ", ".join(CANONICAL_FORMAT.get(f, f) for f in FORMATS)
-                              + "." + suggest(fmt, list(FORMATS)))
-    validate = _parse_bool(opts.get("cloudfiles.validateoptions", "true"), "cloudFiles.validateOptions")
+    fmt = _format(opts.get("cloudfiles.format"))
     known = _known_names(fmt)
-    if validate:
-        for key in options:
-            if key.lower() not in known:
-                in_other = [f for f, names in FORMAT_OPTIONS.items() if key.lower() in {n.lower() for n in names}]
-                hint = (f" It is an option of the {', '.join(in_other)} format, not of {fmt}."
-                        if in_other else suggest(key, list(known.values())) or suggest(key, _all_names()))
-                raise AutoLoaderError(f"unknown Auto Loader option '{key}' for cloudFiles.format '{fmt}'.{hint} "
-                                      "Remove it, or set cloudFiles.validateOptions to false to ignore it.")
+    if _parse_bool(opts.get("cloudfiles.validateoptions", "true"), "cloudFiles.validateOptions"):
+        _check_known(options, fmt, known)
 
     def get(name: str) -> str | None:
         return opts.get(name.lower())
 
-    mode_text = get("cloudFiles.schemaEvolutionMode")
-    mode: str | None = None
-    if mode_text is not None:
-        mode = EVOLUTION_MODES.get(mode_text.strip().lower())
-        if mode is None:
-            raise AutoLoaderError(f"option 'cloudFiles.schemaEvolutionMode' = '{mode_text}' is not valid; use one "
-                                  "of addNewColumns, rescue, failOnNewColumns, none")
-        if user_schema and mode == "addNewColumns":
-            raise AutoLoaderError("cloudFiles.schemaEvolutionMode 'addNewColumns' is not supported when a schema "
-                                  "is given with .schema(...): remove the schema (and let Auto Loader infer it, "
-                                  "with cloudFiles.schemaHints) or use 'rescue' / 'none'")
+    if fmt == "json" and get("singleVariantColumn"):
+        raise AutoLoaderError("option 'singleVariantColumn' is not supported locally by cloudFiles; remove it")
+    rescued = get("rescuedDataColumn")
+    if rescued is not None and not rescued.strip():
+        raise AutoLoaderError("option 'rescuedDataColumn' is empty: give a column name such as '_rescued_data'")
+    reader_options = _reader_options(options, known)
+    if fmt == "csv" and not user_schema and "header" not in opts:
+        # Auto Loader's rule: "When inferring schema for CSV data, Auto Loader assumes that the files contain
+        # headers" (docs: Auto Loader schema inference); Databricks' DMS CDC demo reads DMS files this way
+        reader_options["header"] = "true"
+    clean, move_dest, retention_s = _clean_source(get)
+    return CloudFilesOptions(
+        format=CANONICAL_FORMAT.get(fmt, fmt),
+        schema_location=get("cloudFiles.schemaLocation"),
+        evolution_mode=_evolution_mode(get("cloudFiles.schemaEvolutionMode"), user_schema),
+        schema_hints=get("cloudFiles.schemaHints"),
+        max_file_age=get("cloudFiles.maxFileAge"),
+        partition_columns=_partition_columns(get("cloudFiles.partitionColumns")),
+        clean_source=clean, move_destination=move_dest, retention_s=retention_s,
+        rescued_data_column=rescued.strip() if rescued else None,
+        path_glob_filter=get("pathGlobFilter") or get("fileNamePattern"),
+        modified_after=_parse_timestamp(v, "modifiedAfter") if (v := get("modifiedAfter")) else None,
+        modified_before=_parse_timestamp(v, "modifiedBefore") if (v := get("modifiedBefore")) else None,
+        max_files_per_trigger=(_parse_int(v, "cloudFiles.maxFilesPerTrigger")
+                               if (v := get("cloudFiles.maxFilesPerTrigger")) else None),
+        max_bytes_per_trigger=(parse_bytes(v, "cloudFiles.maxBytesPerTrigger")
+                               if (v := get("cloudFiles.maxBytesPerTrigger")) else None),
+        sample_files=_parse_int(get("cloudFiles.schemaInference.sampleSize.numFiles") or "1000",
+                                "cloudFiles.schemaInference.sampleSize.numFiles"),
+        sample_bytes=parse_bytes(get("cloudFiles.schemaInference.sampleSize.numBytes") or "50g",
+                                 "cloudFiles.schemaInference.sampleSize.numBytes"),
+        reader_options=reader_options,
+        **{name: _parse_bool(get(option) or default, option) for name, (option, default) in _FLAGS.items()},
+    )
 
-    max_files = get("cloudFiles.maxFilesPerTrigger")
-    max_bytes = get("cloudFiles.maxBytesPerTrigger")
+
+# CloudFilesOptions field -> (option, default) of the true/false options
+_FLAGS = {
+    "infer_column_types": ("cloudFiles.inferColumnTypes", "false"),
+    "include_existing_files": ("cloudFiles.includeExistingFiles", "true"),
+    "allow_overwrites": ("cloudFiles.allowOverwrites", "false"),
+    "recursive_file_lookup": ("recursiveFileLookup", "false"),
+    "reader_case_sensitive": ("readerCaseSensitive", "true"),
+    "ignore_missing_files": ("ignoreMissingFiles", "false"),
+    "ignore_corrupt_files": ("ignoreCorruptFiles", "false"),
+    "multi_line": ("multiLine", "false"),
+}
+# generic options that are typed fields, not passed on to the format's parser
+_TYPED_GENERIC = {"rescueddatacolumn", "pathglobfilter", "filenamepattern", "recursivefilelookup", "modifiedafter",
+                  "modifiedbefore", "readercasesensitive", "ignoremissingfiles", "ignorecorruptfiles", "multiline"}
+
+
+def _format(raw_format: str | None) -> str:
+    formats = ", ".join(CANONICAL_FORMAT.get(f, f) for f in FORMATS)
+    if raw_format is None:
+        raise AutoLoaderError("option 'cloudFiles.format' is required: add .option(\"cloudFiles.format\", "
+                              f"\"json\") (one of {formats})")
+    fmt = raw_format.strip().lower()
+    if fmt not in FORMATS:
+        raise AutoLoaderError(f"option 'cloudFiles.format' = '{raw_format}' is not a supported format; use one of "
+                              f"{formats}.{suggest(fmt, list(FORMATS))}")
+    return fmt
+
+
+def _check_known(options: dict[str, str], fmt: str, known: dict[str, str]) -> None:
+    for key in options:
+        if key.lower() not in known:
+            in_other = [f for f, names in FORMAT_OPTIONS.items() if key.lower() in {n.lower() for n in names}]
+            hint = (f" It is an option of the {', '.join(in_other)} format, not of {fmt}."
+                    if in_other else suggest(key, list(known.values())) or suggest(key, _all_names()))
+            raise AutoLoaderError(f"unknown Auto Loader option '{key}' for cloudFiles.format '{fmt}'.{hint} "
+                                  "Remove it, or set cloudFiles.validateOptions to false to ignore it.")
+
+
+def _evolution_mode(text: str | None, user_schema: bool) -> str | None:
+    if text is None:
+        return None
+    mode = EVOLUTION_MODES.get(text.strip().lower())
+    if mode is None:
+        raise AutoLoaderError(f"option 'cloudFiles.schemaEvolutionMode' = '{text}' is not valid; use one "
+                              "of addNewColumns, rescue, failOnNewColumns, none")
+    if user_schema and mode == "addNewColumns":
+        raise AutoLoaderError("cloudFiles.schemaEvolutionMode 'addNewColumns' is not supported when a schema "
+                              "is given with .schema(...): remove the schema (and let Auto Loader infer it, "
+                              "with cloudFiles.schemaHints) or use 'rescue' / 'none'")
+    return mode
+
+
+def _clean_source(get: Callable[[str], str | None]) -> tuple[str, str | None, float]:
+    """``cloudFiles.cleanSource`` (OFF, MOVE or DELETE), its move destination and its retention in seconds."""
     clean = (get("cloudFiles.cleanSource") or "OFF").strip().upper()
     if clean not in ("OFF", "MOVE", "DELETE"):
         raise AutoLoaderError(f"option 'cloudFiles.cleanSource' = '{get('cloudFiles.cleanSource')}' is not valid; "
@@ -256,53 +322,17 @@ def parse_options(options: dict[str, str], *, user_schema: bool) -> CloudFilesOp
         raise AutoLoaderError("cloudFiles.cleanSource is MOVE but cloudFiles.cleanSource.moveDestination is not "
                               "set: give the archive folder (outside the source folder)")
     retention = get("cloudFiles.cleanSource.retentionDuration")
-    partition_text = get("cloudFiles.partitionColumns")
-    partitions = None
-    if partition_text is not None:
-        partitions = tuple(p.strip() for p in partition_text.split(",") if p.strip())
+    retention_s = (parse_duration(retention, "cloudFiles.cleanSource.retentionDuration") if retention
+                   else DEFAULT_RETENTION_S)
+    return clean, move_dest, retention_s
 
-    prefixed = {k for k in known if k.startswith("cloudfiles.")}
-    special = {"rescueddatacolumn", "pathglobfilter", "recursivefilelookup", "modifiedafter", "modifiedbefore",
-               "readercasesensitive", "ignoremissingfiles", "ignorecorruptfiles", "multiline"}
-    reader_options = {known.get(k.lower(), k): v for k, v in options.items()
-                      if k.lower() not in prefixed and k.lower() not in special
-                      and k.lower() not in NO_OP_OPTIONS and not k.lower().startswith("cloudfiles.")}
-    if fmt == "json" and get("singleVariantColumn"):
-        raise AutoLoaderError("option 'singleVariantColumn' is not supported locally by cloudFiles; remove it")
-    modified_after = get("modifiedAfter")
-    modified_before = get("modifiedBefore")
-    rescued = get("rescuedDataColumn")
-    if rescued is not None and not rescued.strip():
-        raise AutoLoaderError("option 'rescuedDataColumn' is empty: give a column name such as '_rescued_data'")
-    return CloudFilesOptions(
-        format=CANONICAL_FORMAT.get(fmt, fmt),
-        schema_location=get("cloudFiles.schemaLocation"),
-        infer_column_types=_parse_bool(get("cloudFiles.inferColumnTypes") or "false", "cloudFiles.inferColumnTypes"),
-        schema_hints=get("cloudFiles.schemaHints"),
-        evolution_mode=mode,
-        include_existing_files=_parse_bool(get("cloudFiles.includeExistingFiles") or "true",
-                                           "cloudFiles.includeExistingFiles"),
-        max_files_per_trigger=_parse_int(max_files, "cloudFiles.maxFilesPerTrigger") if max_files else None,
-        max_bytes_per_trigger=parse_bytes(max_bytes, "cloudFiles.maxBytesPerTrigger") if max_bytes else None,
-        max_file_age=get("cloudFiles.maxFileAge"),
-        allow_overwrites=_parse_bool(get("cloudFiles.allowOverwrites") or "false", "cloudFiles.allowOverwrites"),
-        partition_columns=partitions,
-        clean_source=clean,
-        move_destination=move_dest,
-        retention_s=(parse_duration(retention, "cloudFiles.cleanSource.retentionDuration")
-                     if retention else DEFAULT_RETENTION_S),
-        rescued_data_column=rescued.strip() if rescued else None,
-        path_glob_filter=get("pathGlobFilter"),
-        recursive_file_lookup=_parse_bool(get("recursiveFileLookup") or "false", "recursiveFileLookup"),
-        modified_after=_parse_timestamp(modified_after, "modifiedAfter") if modified_after else None,
-        modified_before=_parse_timestamp(modified_before, "modifiedBefore") if modified_before else None,
-        reader_case_sensitive=_parse_bool(get("readerCaseSensitive") or "true", "readerCaseSensitive"),
-        ignore_missing_files=_parse_bool(get("ignoreMissingFiles") or "false", "ignoreMissingFiles"),
-        ignore_corrupt_files=_parse_bool(get("ignoreCorruptFiles") or "false", "ignoreCorruptFiles"),
-        multi_line=_parse_bool(get("multiLine") or "false", "multiLine"),
-        sample_files=_parse_int(get("cloudFiles.schemaInference.sampleSize.numFiles") or "1000",
-                                "cloudFiles.schemaInference.sampleSize.numFiles"),
-        sample_bytes=parse_bytes(get("cloudFiles.schemaInference.sampleSize.numBytes") or "50g",
-                                 "cloudFiles.schemaInference.sampleSize.numBytes"),
-        reader_options=reader_options,
-    )
+
+def _partition_columns(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _reader_options(options: dict[str, str], known: dict[str, str]) -> dict[str, str]:
+    """The options passed on to the format's parser, in Spark's spelling."""
+    return {known.get(k.lower(), k): v for k, v in options.items()
+            if not k.lower().startswith("cloudfiles.") and k.lower() not in _TYPED_GENERIC
+            and k.lower() not in NO_OP_OPTIONS}

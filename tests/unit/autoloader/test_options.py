@@ -45,6 +45,40 @@ def test_option_of_another_format_is_named() -> None:
         parse_options({"cloudFiles.format": "json", "header": "true"}, user_schema=False)
 
 
+def test_cloud_files_infer_schema_from_databricks_demos_is_accepted() -> None:
+    """Databricks' DMS CDC demo sets cloudFiles.inferSchema (not in the options reference; Databricks accepts it)."""
+    o = parse_options({"cloudFiles.format": "csv", "cloudFiles.inferSchema": "true",
+                       "cloudFiles.inferColumnTypes": "true"}, user_schema=False)
+    assert o.format == "csv" and o.infer_column_types is True
+    assert "cloudFiles.inferSchema" not in o.reader_options and "inferSchema" not in o.reader_options
+
+
+def test_unknown_cloud_files_option_is_still_an_error_with_a_suggestion() -> None:
+    with pytest.raises(AutoLoaderError, match="Did you mean 'cloudFiles.inferSchema'"):
+        parse_options({"cloudFiles.format": "csv", "cloudFiles.inferSchemas": "true"}, user_schema=False)
+    with pytest.raises(AutoLoaderError, match="unknown Auto Loader option 'cloudFiles.rowTag'"):
+        parse_options({"cloudFiles.format": "xml", "cloudFiles.rowTag": "r"}, user_schema=False)
+
+
+def test_file_name_pattern_is_the_generic_glob_filter() -> None:
+    o = parse_options({"cloudFiles.format": "json", "fileNamePattern": "*.json"}, user_schema=False)
+    assert o.path_glob_filter == "*.json" and o.reader_options == {}
+
+
+@pytest.mark.parametrize(("options", "user_schema", "header"), [
+    ({}, False, "true"),  # schema inferred, no header option: Auto Loader assumes a header row
+    ({"header": "false"}, False, "false"),
+    ({"HEADER": "false"}, False, "false"),
+    ({}, True, None),  # a user schema: Spark's default (no header)
+    ({"header": "true"}, True, "true"),
+])
+def test_csv_header_defaults_to_true_when_the_schema_is_inferred(options: dict[str, str], user_schema: bool,
+                                                                 header: str | None) -> None:
+    o = parse_options({"cloudFiles.format": "csv", **options}, user_schema=user_schema)
+    assert o.option("header") == header
+    assert parse_options({"cloudFiles.format": "json"}, user_schema=False).option("header") is None
+
+
 def test_validate_options_false_ignores_unknown() -> None:
     o = parse_options({"cloudFiles.format": "json", "whatever": "1", "cloudFiles.validateOptions": "false"},
                       user_schema=False)
