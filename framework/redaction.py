@@ -105,8 +105,14 @@ def redact(text: str) -> str:
 def redact_value(obj: Any) -> Any:
     """A copy of a nested structure (dicts, lists, tuples) with its strings, keys included, redacted.
 
-    Other values (numbers, timestamps, ``None``) are kept as they are; with no secret registered ``obj`` itself is
-    returned. Used on event-log rows and report JSON before they are written.
+    Used on event-log rows and report JSON before they are written.
+
+    Args:
+        obj: A string, or dicts/lists/tuples (named tuples keep their type) of strings and other values.
+
+    Returns:
+        The redacted copy. Other values (numbers, timestamps, ``None``) are kept as they are; with no secret
+        registered, ``obj`` itself.
     """
     if SECRETS.snapshot().pattern is None:
         return obj
@@ -127,8 +133,13 @@ def _redact_nested(obj: Any) -> Any:
 
 
 def redact_exception_text(exc: BaseException, *, with_traceback: bool = False) -> str:
-    """The redacted message of ``exc`` (``str(exc)``), or with ``with_traceback`` its whole formatted traceback
-    including the chained causes, as Python prints an uncaught exception."""
+    """The text of an exception with every registered secret replaced by ``[REDACTED]``.
+
+    Args:
+        exc: The exception.
+        with_traceback: Format the whole traceback with its chained causes, as Python prints an uncaught
+            exception, instead of the message alone (``str(exc)``).
+    """
     if not with_traceback:
         return redact(str(exc))
     return redact("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
