@@ -21,6 +21,10 @@ NULLs: Databricks counts a row whose constraint is NULL as failing; GX's column 
 So native mappings other than ``IS NOT NULL`` do not count NULL values (each expectation's ``meta`` says so).
 ``exact=True`` maps every rule to the unexpected-rows fallback, whose counts equal the pipeline's.
 Each expectation's ``meta`` carries the rule's name, constraint, action, severity and tags.
+
+:func:`pipeline_rulesets` gathers every expectation of a pipeline, declared with decorators or rule files, into one
+rule set per dataset; a constraint given as a PySpark ``Column`` (not SQL text) cannot be handed to GX and is
+listed as skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +41,8 @@ from framework.quality.rules import Rule, RuleSet
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from framework.declarations import Expectation
 
 _IDENT = r"(?P<col>`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -176,6 +183,54 @@ def _native(
             column=column, regex=_literal(match.group("rx")), meta=meta, **common
         )
     return None
+
+
+@dataclass(frozen=True)
+class SkippedRule:
+    """An expectation of the pipeline that is not in its GX suite, and why."""
+
+    dataset: str
+    rule: str
+    reason: str
+
+
+_COLUMN_REASON = ("its constraint is a PySpark Column, not SQL text; Great Expectations runs SQL, so declare it as "
+                  "a SQL string (e.g. @dlt.expect('name', 'amount > 0')) to include it")
+
+
+def pipeline_rulesets(
+    declared: Mapping[str, Iterable[Expectation]], rule_files: Mapping[str, RuleSet] | None = None
+) -> tuple[dict[str, RuleSet], list[SkippedRule]]:
+    """Every expectation of a pipeline as one rule set per dataset, for GX suites.
+
+    Args:
+        declared: each dataset's declared expectations (decorators, ``expect_rules``, flow expectations).
+        rule_files: each dataset's rule file, when it has one: its rules are added, and give the declared rules
+            of the same name their severity, tags and description.
+
+    Returns:
+        The rule sets (datasets without a rule left out) and the expectations left out, with the reason.
+    """
+    files = dict(rule_files or {})
+    out: dict[str, RuleSet] = {}
+    skipped: list[SkippedRule] = []
+    for dataset in sorted(set(declared) | set(files)):
+        from_file = {rule.name: rule for rule in files.get(dataset, RuleSet(dataset))}
+        rules: dict[str, Rule] = {}
+        for expectation in declared.get(dataset, ()):
+            if not isinstance(expectation.constraint, str):
+                skipped.append(SkippedRule(dataset, expectation.name, _COLUMN_REASON))
+                continue
+            known = from_file.get(expectation.name)
+            extra = ({"severity": known.severity, "tags": known.tags, "description": known.description}
+                     if known is not None else {})
+            rules[expectation.name] = Rule.from_expectation(expectation, **extra)
+        for name, rule in from_file.items():
+            rules.setdefault(name, rule)
+        if rules:
+            source = files[dataset].source if dataset in files else "pipeline declarations"
+            out[dataset] = RuleSet(dataset, tuple(rules.values()), source=source)
+    return out, skipped
 
 
 def to_expectation_suite(

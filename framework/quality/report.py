@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,11 +24,13 @@ from framework.quality.quarantine import (
     UPDATE_ID_COLUMN,
 )
 from framework.quality.report_html import render_html
-from framework.quality.report_model import QuarantineSample, Report, UpdateStats, summarize
+from framework.quality.report_model import QuarantineSample, Report, UpdateStats, expectation_info, summarize
 from framework.quality.rules import load_rules
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from framework.declarations import Expectation
 
 EVENTS_SUBPATH = "system/events"
 TABLES_SUBPATH = "tables"
@@ -52,6 +55,7 @@ def build_report(
     last_updates: int = 20,
     sample_rows: int = 10,
     with_rule_files: bool = True,
+    expectations: Mapping[str, Iterable[Expectation]] | None = None,
 ) -> ReportPaths:
     """Write the data-quality report of one update (default: the latest) as HTML and JSON.
 
@@ -63,6 +67,8 @@ def build_report(
         last_updates: how many updates the trend shows.
         sample_rows: quarantined rows shown per dataset.
         with_rule_files: look up each dataset's rule file to show actions, severities and constraints.
+        expectations: the pipeline's declared expectations per dataset (decorators and rule files), for each
+            rule's action and constraint; they win over a rule file's (they are what ran).
 
     Returns:
         The paths of ``dq_report.html`` and ``dq_report.json`` and the update reported on.
@@ -78,6 +84,7 @@ def build_report(
         last_updates=last_updates,
         sample_rows=sample_rows,
         with_rule_files=with_rule_files,
+        expectations=expectations,
     )
     out = Path(out_dir) if out_dir is not None else Path(storage_root) / "reports"
     out.mkdir(parents=True, exist_ok=True)
@@ -95,6 +102,7 @@ def collect_report(
     last_updates: int = 20,
     sample_rows: int = 10,
     with_rule_files: bool = True,
+    expectations: Mapping[str, Iterable[Expectation]] | None = None,
 ) -> Report:
     """The report's model (see :func:`build_report`), without writing anything."""
     root = Path(storage_root)
@@ -106,6 +114,8 @@ def collect_report(
         )
     events = read_events(spark, str(events_path), update_id, last_updates)
     rule_info = _rule_info(events) if with_rule_files else {}
+    for key, declared in expectation_info(expectations or {}).items():
+        rule_info[key] = {**rule_info.get(key, {}), **declared}
     history = summarize(events, rule_info)
     if update_id is not None and not any(u.update_id == update_id for u in history):
         raise PipelineError(
@@ -149,6 +159,7 @@ def read_events(
             F.col("origin.dataset_name").alias("dataset_name"),
             F.col("origin.pipeline_name").alias("pipeline_name"),
             F.col("sequence.control_plane_seq_no").alias("seq"),
+            "message",
             F.col("error.exceptions")[0]["message"].alias("error_message"),
         )
         .collect()

@@ -137,13 +137,15 @@ def _nice_max(value: float) -> float:
     return 10 * exponent
 
 
+_CHART = {"width": 960, "height": 280, "left": 64, "right": 56, "top": 20, "bottom": 56}
+
+
 def _trend(history: list[UpdateStats], selected: UpdateStats) -> str:
-    width, height, left, right, top, bottom = 960, 280, 64, 56, 20, 56
-    plot_w, plot_h = width - left - right, height - top - bottom
+    c = _CHART
+    width, height, left, right, top = c["width"], c["height"], c["left"], c["right"], c["top"]
+    plot_h = height - top - c["bottom"]
     top_value = _nice_max(max((u.rows_out + u.dropped for u in history), default=0))
-    slot = plot_w / max(len(history), 1)
-    bar_w = min(48.0, slot * 0.6)
-    every = max(1, math.ceil(len(history) / 12))
+    slot = (width - left - right) / max(len(history), 1)
     parts = [
         f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="Rows and pass rate per update" '
         'xmlns="http://www.w3.org/2000/svg" class="chart">'
@@ -156,38 +158,12 @@ def _trend(history: list[UpdateStats], selected: UpdateStats) -> str:
             f'<text x="{left - 8}" y="{y + 4:.1f}" class="axis" text-anchor="end">{esc(_short(value))}'
             f'</text><text x="{width - right + 8}" y="{y + 4:.1f}" class="axis">{25 * i}%</text>'
         )
+    every = max(1, math.ceil(len(history) / 12))
     line: list[str] = []
     for i, u in enumerate(history):
         cx = left + slot * i + slot / 2
-        x = cx - bar_w / 2
-        h_out = plot_h * u.rows_out / top_value
-        h_drop = plot_h * u.dropped / top_value
-        y_out = top + plot_h - h_out
-        tip = (
-            f"{u.update_id} ({_when(u.started_at)}): {u.rows_out:,} written, {u.dropped:,} dropped, "
-            f"{u.quarantined:,} quarantined, pass rate {_pct(u.pass_rate, 2)}, {u.state}"
-        )
-        cls = " selected" if u.update_id == selected.update_id else ""
-        parts.append(
-            f'<g class="bar{cls}"><title>{esc(tip)}</title>'
-            f'<rect x="{x:.1f}" y="{y_out:.1f}" width="{bar_w:.1f}" height="{h_out:.1f}" class="out"/>'
-            f'<rect x="{x:.1f}" y="{y_out - h_drop:.1f}" width="{bar_w:.1f}" height="{h_drop:.1f}" '
-            f'class="drop"/></g>'
-        )
-        if u.state == "FAILED":
-            parts.append(
-                f'<text x="{cx:.1f}" y="{top + plot_h - 4:.1f}" class="failmark" '
-                'text-anchor="middle">✕</text>'
-            )
-        label = u.update_id[:8]
-        date = u.started_at.strftime("%m-%d %H:%M") if u.started_at else ""
-        if (len(history) - 1 - i) % every and not cls:  # thin out labels, always label the selected update
-            continue
-        parts.append(
-            f'<text x="{cx:.1f}" y="{height - bottom + 18}" class="axis{cls}" text-anchor="middle">'
-            f'{esc(label)}</text><text x="{cx:.1f}" y="{height - bottom + 32}" class="axis small" '
-            f'text-anchor="middle">{esc(date)}</text>'
-        )
+        labelled = not (len(history) - 1 - i) % every or u.update_id == selected.update_id
+        parts += _trend_bar(u, cx, min(48.0, slot * 0.6), top_value, u.update_id == selected.update_id, labelled)
         if u.pass_rate is not None:
             line.append(f"{cx:.1f},{top + plot_h - plot_h * u.pass_rate:.1f}")
     if line:
@@ -207,6 +183,38 @@ def _trend(history: list[UpdateStats], selected: UpdateStats) -> str:
     )
 
 
+def _trend_bar(u: UpdateStats, cx: float, bar_w: float, top_value: float, selected: bool,
+               labelled: bool) -> list[str]:
+    """One update's stacked bar (written, dropped), its failure mark and its axis label."""
+    c = _CHART
+    plot_h, top, height = c["height"] - c["top"] - c["bottom"], c["top"], c["height"]
+    x = cx - bar_w / 2
+    h_out = plot_h * u.rows_out / top_value
+    h_drop = plot_h * u.dropped / top_value
+    y_out = top + plot_h - h_out
+    tip = (
+        f"{u.update_id} ({_when(u.started_at)}): {u.rows_out:,} written, {u.dropped:,} dropped, "
+        f"{u.quarantined:,} quarantined, pass rate {_pct(u.pass_rate, 2)}, {u.state}"
+    )
+    cls = " selected" if selected else ""
+    out = [
+        f'<g class="bar{cls}"><title>{esc(tip)}</title>'
+        f'<rect x="{x:.1f}" y="{y_out:.1f}" width="{bar_w:.1f}" height="{h_out:.1f}" class="out"/>'
+        f'<rect x="{x:.1f}" y="{y_out - h_drop:.1f}" width="{bar_w:.1f}" height="{h_drop:.1f}" '
+        f'class="drop"/></g>'
+    ]
+    if u.state == "FAILED":
+        out.append(f'<text x="{cx:.1f}" y="{top + plot_h - 4:.1f}" class="failmark" text-anchor="middle">✕</text>')
+    if labelled:  # labels are thinned out; the selected update always has one
+        date = u.started_at.strftime("%m-%d %H:%M") if u.started_at else ""
+        out.append(
+            f'<text x="{cx:.1f}" y="{height - c["bottom"] + 18}" class="axis{cls}" text-anchor="middle">'
+            f'{esc(u.update_id[:8])}</text><text x="{cx:.1f}" y="{height - c["bottom"] + 32}" '
+            f'class="axis small" text-anchor="middle">{esc(date)}</text>'
+        )
+    return out
+
+
 def _short(value: float) -> str:
     for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= size:
@@ -221,6 +229,8 @@ def _datasets(u: UpdateStats) -> str:
         cls = "row-bad" if d.status == "FAILED" else ("row-warn" if d.dropped or failing else "")
         rules = f"{failing} / {len(d.rules)}" if d.rules else "—"
         error = f'<div class="error">{esc(d.error)}</div>' if d.error else ""
+        if d.note:
+            error += f'<div class="note muted">{esc(d.note)}</div>'
         rows.append(
             f'<tr class="{cls}"><td><strong>{esc(d.dataset)}</strong>{error}</td><td>{_pill(d.status)}</td>'
             f'<td class="num">{_n(d.rows_in)}</td><td class="num">{_n(d.rows_out)}</td>'
@@ -352,6 +362,7 @@ tr.row-bad td:first-child{box-shadow:inset 3px 0 0 var(--bad)}tr.row-bad{backgro
 tr.row-warn td:first-child{box-shadow:inset 3px 0 0 var(--warn)}tr.row-warn{background:#fffcf5}
 .desc{color:var(--muted);font-size:12.5px}.constraint{display:inline-block;margin-top:4px}
 .error{color:var(--bad);font-size:12.5px;margin-top:4px;white-space:pre-wrap;word-break:break-word}
+.note{font-size:12.5px;margin-top:4px;word-break:break-word}
 .tag{display:inline-block;padding:1px 8px;border-radius:4px;font-size:12px;font-weight:600;background:#eef1f6}
 .tag.drop{background:var(--warn-bg);color:var(--warn)}.tag.fail{background:var(--bad-bg);color:var(--bad)}
 .tag.warn{background:#e8f0fd;color:var(--info)}

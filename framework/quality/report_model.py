@@ -67,7 +67,8 @@ class DatasetStats:
     upserted: int | None = None
     deleted: int | None = None
     input_rows: int | None = None  # reported by the flow, when it did
-    error: str | None = None
+    error: str | None = None  # the first lines of the failure, when a flow failed
+    note: str | None = None  # one line about a retry that succeeded (the RETRYING event's message)
     rules: list[RuleStats] = field(default_factory=list)
 
     @property
@@ -242,6 +243,7 @@ def summarize(
                     "rules": {},
                     "status": None,
                     "error": None,
+                    "note": None,
                 },
             )
             acc["dataset"] = event.get("dataset_name") or acc["dataset"]
@@ -273,8 +275,11 @@ def _accumulate(acc: dict[str, Any], details: Mapping[str, Any], event: Mapping[
     status = details.get("status")
     if status:
         acc["status"] = str(status)
-    if event.get("error_message"):
-        acc["error"] = str(event["error_message"])
+    if status == "RETRYING":
+        # a retry is one line from the event's message; its error (a stream failure's whole text) is not shown
+        acc["note"] = first_line(event.get("message"))
+    elif status == "FAILED" and (event.get("error_message") or event.get("message")):
+        acc["error"] = first_lines(str(event.get("error_message") or event.get("message")))
     for key, value in (details.get("metrics") or {}).items():
         if isinstance(value, int | float) and not isinstance(value, bool):
             acc["metrics"][key] = acc["metrics"].get(key, 0) + int(value)
@@ -301,8 +306,12 @@ def _merge_flow(
     if _STATUS_RANK.get(status, 0) >= _STATUS_RANK.get(stats.status, 0):
         stats.status = status
     stats.error = stats.error or acc["error"]
+    if acc.get("note") and status != "FAILED":
+        stats.note = stats.note or acc["note"]
     metrics: Mapping[str, int] = acc["metrics"]
-    stats.rows_out += metrics.get("num_output_rows", 0)
+    # rows written, as the console summary counts them: an APPLY CHANGES flow reports upserted rows instead
+    stats.rows_out += metrics["num_upserted_rows"] if "num_upserted_rows" in metrics else \
+        metrics.get("num_output_rows", 0)
     stats.dropped += acc["dropped"]
     rescued = sum(v for k, v in metrics.items() if "rescued" in k)
     if any("rescued" in k for k in metrics):
@@ -344,6 +353,38 @@ def _attach_quarantine(update: UpdateStats) -> None:
                     parent.error or f"quarantine table {name} failed: {stats.error or 'see event log'}"
                 )
             update.datasets.remove(stats)
+
+
+_MAX_LINE = 300
+_MAX_LINES = 3
+
+
+def first_line(text: object) -> str | None:
+    """The first non-empty line of ``text``, at most 300 characters (None for no text)."""
+    lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    return lines[0] if len(lines[0]) <= _MAX_LINE else lines[0][: _MAX_LINE - 1] + "…"
+
+
+def first_lines(text: str) -> str:
+    """The first three non-empty lines of an error, each at most 300 characters: the cause, not a stack trace."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    cut = [line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…" for line in lines[:_MAX_LINES]]
+    if len(lines) > _MAX_LINES:
+        cut.append(f"… ({len(lines) - _MAX_LINES} more lines in the event log)")
+    return "\n".join(cut)
+
+
+def expectation_info(expectations: Mapping[str, Iterable[Any]]) -> dict[str, dict[str, Any]]:
+    """``{"<dataset>/<rule>": {"action", "constraint"}}`` from the pipeline's declared expectations
+    (``{dataset: [Expectation, ...]}``, decorators and rule files alike), for the report's ACTION column."""
+    info: dict[str, dict[str, Any]] = {}
+    for dataset, items in expectations.items():
+        for expectation in items:
+            info[f"{dataset}/{expectation.name}"] = {"action": expectation.action,
+                                                     "constraint": expectation.constraint_sql}
+    return info
 
 
 def _iso(value: datetime | None) -> str | None:

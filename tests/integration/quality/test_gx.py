@@ -42,3 +42,38 @@ def test_build_data_docs_returns_the_index(spark, storage: Path) -> None:  # typ
     rules = RuleSet("customers", (Rule("customer_id_present", "customer_id IS NOT NULL", "drop"),))
     index = build_data_docs(spark, df, rules, storage / "docs", exact=True)
     assert index == (storage / "docs" / "index.html").resolve() and index.is_file()
+
+
+def test_report_gx_builds_suites_from_decorator_expectations(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`report --gx`: every expectation of the pipeline (decorators included), and the rules left out, with why."""
+    import json
+
+    from framework.runner.reporting import write_reports
+    from tests.integration.runner.pipeline_factory import make_pipeline
+
+    from .eventlog_helpers import FlowRun, write_update
+
+    spec = make_pipeline(tmp_path, {"p.py": """
+        import dlt
+        from pyspark.sql import functions as F
+
+        @dlt.table
+        @dlt.expect_or_fail("id_present", "id IS NOT NULL")
+        @dlt.expect("small", "amount < 100")
+        @dlt.expect_or_drop("py_positive", F.col("amount") > 0)
+        def payments():
+            return spark.range(1)
+    """})
+    spark.createDataFrame([(1, 5.0), (2, 500.0), (None, 1.0)], "id BIGINT, amount DOUBLE") \
+        .write.format("delta").save(str(spec.tables_dir / "payments"))
+    write_update(spark, spec.storage, "u-1", [FlowRun("payments", 3, [("id_present", 3, 0), ("small", 2, 1),
+                                                                      ("py_positive", 3, 0)])])
+    written = write_reports(spec, gx=True)
+    mapping = json.loads((spec.storage / "reports" / "gx" / "mapping.json").read_text())
+    assert mapping["payments"]["mapped"] == [{"rule": "id_present", "mapping": "not_null"},
+                                             {"rule": "small", "mapping": "compare"}]
+    assert [s["rule"] for s in mapping["payments"]["skipped"]] == ["py_positive"]
+    assert (spec.storage / "reports" / "gx" / "payments" / "index.html") in written
+    report = json.loads((spec.storage / "reports" / "dq_report.json").read_text())
+    actions = {r["name"]: r["action"] for r in report["update"]["datasets"][0]["rules"]}
+    assert actions == {"id_present": "fail", "small": "warn", "py_positive": "drop"}
