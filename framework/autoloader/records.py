@@ -269,7 +269,7 @@ def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> Data
     """JSON lines (or whole multiLine files) read as text → output rows."""
     parser = _opts(opts, _JSON_PARSER_OPTIONS)
     text = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH))
-    text = text.where(F.trim(F.col("value")) != "")
+    text = text.where(_json_kept(F.col("value")))
     config = jvm.json_fields_config(plan.case_sensitive, parser, list(plan.data.fields))
     parse = None if opts.multi_line else jvm.function(source.sparkSession, jvm.JSON_FIELDS, config)
     if parse is not None:
@@ -285,9 +285,20 @@ def json_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan) -> Data
     return project_map(df, plan)
 
 
+# Blank lines are no records, as in Spark: its JSON reader skips a line in which Jackson finds no token (only
+# spaces, tabs, CR and LF), its CSV reader a line whose String.trim() is empty (every char <= U+0020).
+_JSON_BLANK = "^[ \\t\\r\\n]*$"
+_CSV_BLANK = "^[\\x00-\\x20]*$"
+
+
+def _json_kept(text: Column) -> Column:
+    """A JSON line (or multiLine file) to parse: not blank."""
+    return ~text.rlike(_JSON_BLANK)
+
+
 def _keep_line(line: Column, comment: str | None) -> Column:
-    """A CSV line to read: not blank (spaces only) and not a comment."""
-    cond = F.trim(line) != ""
+    """A CSV line to read: not blank and not a comment."""
+    cond = ~line.rlike(_CSV_BLANK)
     if comment:
         cond = cond & ~line.startswith(comment)
     return cond
@@ -302,6 +313,28 @@ def csv_reads_whole_files(spark: SparkSession, header: bool) -> bool:
 def csv_width(plan: Plan, header_width: int) -> int:
     """How many CSV fields to parse per line: a line with more is kept whole as a corrupt record."""
     return max(len(plan.data.fields), header_width) + 8
+
+
+@dataclass(frozen=True)
+class _Csv:
+    """The CSV reading settings shared by the steps of ``csv_records``."""
+
+    plan: Plan
+    parser: dict[str, str]
+    comment: str | None
+    skip: int
+    width: int
+    names: list[str]  # the schema's columns, lower-cased unless case-sensitive
+
+    @property
+    def idx_cols(self) -> list[str]:
+        """Per schema column, the column holding its 1-based position in the line's values (0: absent)."""
+        return [f"__cf_i{j}" for j in range(len(self.names))]
+
+    def as_array(self, line: Column) -> Column:
+        parse_schema = StructType([StructField(f"_c{i}", StringType(), True) for i in range(self.width)])
+        parsed = F.from_csv(line, parse_schema.simpleString(), self.parser)
+        return F.array(*[parsed[f"_c{i}"] for i in range(self.width)])
 
 
 def csv_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan, *, header: bool,
@@ -321,66 +354,77 @@ def csv_records(source: DataFrame, opts: CloudFilesOptions, plan: Plan, *, heade
                             [f.name for f in plan.data.fields], parser)
     parse = jvm.function(source.sparkSession, jvm.CSV_LINES, config)
     if parse is not None:
-        kept = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH),
-                             F.col("_metadata.file_block_start").alias("__cf_block"))
-        kept = kept.where(_keep_line(F.col("value"), comment))
-        rows = kept.select(PATH, F.call_function(parse, F.col("value"), F.col(PATH), F.col("__cf_block"))
-                           .alias(PARSED))
-        # header lines and skipped lines are no records; the new-column guard raises on a file's header line
-        rows = rows.where(guarded(plan, F.col(PARSED)["h"], ~F.col(PARSED)["s"]))
-        rows = rows.select(PATH, F.col(PARSED)["r"].alias(RAW), PARSED)
-        return project_parsed(rows, replace(plan, guard=None), corrupt=F.col(RAW).isNotNull())
-    parse_schema = StructType([StructField(f"_c{i}", StringType(), True) for i in range(width)])
-    quote = parser.get("quote", '"')
-    names = [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields]
-    positions = F.sequence(F.lit(0), F.lit(width - 1))
+        return _csv_rows_in_jvm(source, plan, parse, comment)
+    csv = _Csv(plan, parser, comment, skip, width,
+               [f.name if plan.case_sensitive else f.name.lower() for f in plan.data.fields])
+    rows = _csv_with_header(source, csv, opts.option("lineSep")) if header else _csv_without_header(source, csv)
+    return _csv_project(rows, csv)
 
-    def as_array(line: Column) -> Column:
-        parsed = F.from_csv(line, parse_schema.simpleString(), parser)
-        return F.array(*[parsed[f"_c{i}"] for i in range(width)])
 
-    idx_cols = [f"__cf_i{j}" for j in range(len(names))]
-    if header:
-        sep = opts.option("lineSep")
-        pattern = re.escape(sep) if sep else "\r?\n"
-        lines = F.filter(F.split(F.col("value"), pattern), lambda line: _keep_line(line, comment))
-        files = source.select(lines.alias("__cf_lines"),
-                              F.col("_metadata.file_path").alias(PATH)).where(F.size("__cf_lines") > skip)
-        files = files.select(PATH, "__cf_lines", as_array(F.col("__cf_lines")[skip]).alias("__cf_header"))
-        raw_keys = F.transform(F.col("__cf_header"), lambda k, i: F.coalesce(k, F.concat(F.lit("_c"), i)))
-        if not plan.case_sensitive:
-            raw_keys = F.transform(raw_keys, lambda k: F.lower(k))
-        files = files.select(PATH, "__cf_lines", "__cf_header", raw_keys.alias("__cf_rk"))
-        keys = F.transform(F.col("__cf_rk"), lambda k, i: F.when(F.array_position(F.col("__cf_rk"), k) != i + 1,
-                                                                 F.concat(k, i)).otherwise(k))
-        files = files.select(PATH, "__cf_lines", "__cf_header", keys.alias(KEYS))
-        named = F.filter(F.col("__cf_header"), lambda k: k.isNotNull())
-        unknown_named = F.array_except(named, _str_array(names))
-        files = files.select(PATH, "__cf_lines", guarded(plan, unknown_named, F.col(KEYS)).alias(KEYS))
-        files = files.select(
-            PATH, "__cf_lines", KEYS,
-            *[F.array_position(F.col(KEYS), n).cast("int").alias(c) for n, c in zip(names, idx_cols, strict=True)],
-            F.transform(positions, lambda i: F.when(F.col(KEYS)[i].isin(names), -1).otherwise(i)
-                        if names else i).alias("__cf_u"))
-        body = F.slice(F.col("__cf_lines"), skip + 2, 2**31 - 1)
-        rows = files.select(PATH, KEYS, "__cf_u", *idx_cols, F.explode(body).alias(RAW))
-    else:
-        static_keys = [names[i] if i < len(names) else f"_c{i}" for i in range(width)]
-        rows = source.select(F.col("value").alias(RAW), F.col("_metadata.file_path").alias(PATH))
-        rows = rows.where(_keep_line(F.col(RAW), comment)).select(
-            PATH, RAW, _str_array(static_keys).alias(KEYS),
-            F.array(*[F.lit(-1 if k in names else i) for i, k in enumerate(static_keys)]).alias("__cf_u"),
-            *[F.lit(static_keys.index(n) + 1 if n in static_keys else 0).alias(c)
-              for n, c in zip(names, idx_cols, strict=True)])
-    rows = rows.select("*", as_array(F.col(RAW)).alias(VALS))
+def _csv_rows_in_jvm(source: DataFrame, plan: Plan, parse: str, comment: str | None) -> DataFrame:
+    kept = source.select(F.col("value"), F.col("_metadata.file_path").alias(PATH),
+                         F.col("_metadata.file_block_start").alias("__cf_block"))
+    kept = kept.where(_keep_line(F.col("value"), comment))
+    rows = kept.select(PATH, F.call_function(parse, F.col("value"), F.col(PATH), F.col("__cf_block"))
+                       .alias(PARSED))
+    # header lines and skipped lines are no records; the new-column guard raises on a file's header line
+    rows = rows.where(guarded(plan, F.col(PARSED)["h"], ~F.col(PARSED)["s"]))
+    rows = rows.select(PATH, F.col(PARSED)["r"].alias(RAW), PARSED)
+    return project_parsed(rows, replace(plan, guard=None), corrupt=F.col(RAW).isNotNull())
+
+
+def _csv_with_header(source: DataFrame, csv: _Csv, line_sep: str | None) -> DataFrame:
+    """Whole files → one row per record, with the file's keys (header names), each schema column's position and
+    the positions of the columns the schema lacks."""
+    pattern = re.escape(line_sep) if line_sep else "\r?\n"
+    lines = F.filter(F.split(F.col("value"), pattern), lambda line: _keep_line(line, csv.comment))
+    files = source.select(lines.alias("__cf_lines"),
+                          F.col("_metadata.file_path").alias(PATH)).where(F.size("__cf_lines") > csv.skip)
+    files = files.select(PATH, "__cf_lines", csv.as_array(F.col("__cf_lines")[csv.skip]).alias("__cf_header"))
+    raw_keys = F.transform(F.col("__cf_header"), lambda k, i: F.coalesce(k, F.concat(F.lit("_c"), i)))
+    if not csv.plan.case_sensitive:
+        raw_keys = F.transform(raw_keys, lambda k: F.lower(k))
+    files = files.select(PATH, "__cf_lines", "__cf_header", raw_keys.alias("__cf_rk"))
+    keys = F.transform(F.col("__cf_rk"), lambda k, i: F.when(F.array_position(F.col("__cf_rk"), k) != i + 1,
+                                                             F.concat(k, i)).otherwise(k))
+    files = files.select(PATH, "__cf_lines", "__cf_header", keys.alias(KEYS))
+    named = F.filter(F.col("__cf_header"), lambda k: k.isNotNull())
+    unknown_named = F.array_except(named, _str_array(csv.names))
+    files = files.select(PATH, "__cf_lines", guarded(csv.plan, unknown_named, F.col(KEYS)).alias(KEYS))
+    positions = F.sequence(F.lit(0), F.lit(csv.width - 1))
+    files = files.select(
+        PATH, "__cf_lines", KEYS,
+        *[F.array_position(F.col(KEYS), n).cast("int").alias(c) for n, c in zip(csv.names, csv.idx_cols, strict=True)],
+        F.transform(positions, lambda i: F.when(F.col(KEYS)[i].isin(csv.names), -1).otherwise(i)
+                    if csv.names else i).alias("__cf_u"))
+    body = F.slice(F.col("__cf_lines"), csv.skip + 2, 2**31 - 1)
+    return files.select(PATH, KEYS, "__cf_u", *csv.idx_cols, F.explode(body).alias(RAW))
+
+
+def _csv_without_header(source: DataFrame, csv: _Csv) -> DataFrame:
+    """Lines → rows keyed by position: the schema's columns first, then ``_c<i>``."""
+    static_keys = [csv.names[i] if i < len(csv.names) else f"_c{i}" for i in range(csv.width)]
+    rows = source.select(F.col("value").alias(RAW), F.col("_metadata.file_path").alias(PATH))
+    return rows.where(_keep_line(F.col(RAW), csv.comment)).select(
+        PATH, RAW, _str_array(static_keys).alias(KEYS),
+        F.array(*[F.lit(-1 if k in csv.names else i) for i, k in enumerate(static_keys)]).alias("__cf_u"),
+        *[F.lit(static_keys.index(n) + 1 if n in static_keys else 0).alias(c)
+          for n, c in zip(csv.names, csv.idx_cols, strict=True)])
+
+
+def _csv_project(rows: DataFrame, csv: _Csv) -> DataFrame:
+    """Rows with their keys and positions → typed columns, partition values and the rescued data."""
+    plan, width, names = csv.plan, csv.width, csv.names
+    rows = rows.select("*", csv.as_array(F.col(RAW)).alias(VALS))
     vals = F.col(VALS)
     corrupt = vals[width - 1].isNotNull()
+    quote = csv.parser.get("quote", '"')
     if quote:
         quotes = F.length(RAW) - F.length(F.replace(F.col(RAW), F.lit(quote), F.lit("")))
         corrupt = corrupt | (quotes % 2 == 1)
     rows = rows.select("*", corrupt.alias(CORRUPT))
     raws = {f.name: F.when(~F.col(CORRUPT) & (F.col(c) > 0), F.get(vals, F.col(c) - 1))
-            for f, c in zip(plan.data.fields, idx_cols, strict=True)}
+            for f, c in zip(plan.data.fields, csv.idx_cols, strict=True)}
     typed = {f.name: typed_value(raws[f.name], f) for f in plan.data.fields}
     out = [typed[f.name].alias(f.name) for f in plan.data.fields] + partition_values(plan)
     if not plan.rescued_column:

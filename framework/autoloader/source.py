@@ -59,39 +59,17 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
     _check_format_available(spark, opts.format)
     root = to_local(path)
     checkpoint = to_local(checkpoint_location) if checkpoint_location else None
-    check_destination(opts, root)
-    if opts.allow_overwrites:
-        if checkpoint is None:
-            raise AutoLoaderError("cloudFiles.allowOverwrites=true needs the flow's checkpoint location to find "
-                                  "files changed since they were ingested; run the table through the pipeline "
-                                  "runner (or pass checkpoint_location)")
-        again = ckpt.forget_rewritten(checkpoint, root)
-        if again:
-            log.info("cloudFiles.allowOverwrites: %d changed file(s) under %s will be ingested again: %s",
-                     len(again), root, ", ".join(p.name for p in again[:5]) + (" ..." if len(again) > 5 else ""))
-    if checkpoint is not None and opts.clean_source != "OFF":
-        clean_committed(opts, root, checkpoint)
+    _before_listing(opts, root, checkpoint)
     store = SchemaStore(opts.schema_location or default_schema_location)
     mode = opts.evolution_mode or ("none" if user_schema is not None else "addNewColumns")
     listed = list_files(root, opts.path_glob_filter) if root.exists() else []  # once per call, oldest first
     sample = listed[: schemas.SAMPLE_FILES]
-
     if user_schema is not None:
-        partition_names = (set(opts.partition_columns) if opts.partition_columns is not None
-                           else set() if opts.recursive_file_lookup
-                           else {f.name for f in schemas.infer_partitions(root, sample).fields})
-        data = StructType([f for f in user_schema.fields if f.name not in partition_names])
-        partitions = StructType([f for f in user_schema.fields if f.name in partition_names])
+        data, partitions = _split_user_schema(opts, user_schema, root, sample)
         rescued = opts.rescued_data_column
     else:
-        stored = _stored_schema(spark, opts, store, root, listed, checkpoint, mode)
-        hints = schemas.parse_ddl(spark, opts.schema_hints, "cloudFiles.schemaHints") if opts.schema_hints else None
-        data, partitions = stored.data, stored.partitions
-        if hints is not None:
-            part_hints = StructType([h for h in hints.fields if h.name.lower() in
-                                     {p.name.lower() for p in partitions.fields}])
-            data = schemas.apply_hints(data, StructType([h for h in hints.fields if h not in part_hints.fields]))
-            partitions = schemas.apply_hints(partitions, part_hints)
+        data, partitions = _inferred_columns(spark, opts, _stored_schema(spark, opts, store, root, listed,
+                                                                         checkpoint, mode))
         rescued = opts.rescued_data_column or RESCUED_DEFAULT
     if opts.format not in RESCUE_FORMATS:
         rescued = None
@@ -111,6 +89,45 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
         if type(exc) is not AutoLoaderError:
             raise
         raise AutoLoaderError(f"cloudFiles source '{root}': {exc.message}") from None
+
+
+def _before_listing(opts: CloudFilesOptions, root: Path, checkpoint: Path | None) -> None:
+    """Check the cleanSource destination; forget rewritten files (allowOverwrites); clean committed files."""
+    check_destination(opts, root)
+    if opts.allow_overwrites:
+        if checkpoint is None:
+            raise AutoLoaderError("cloudFiles.allowOverwrites=true needs the flow's checkpoint location to find "
+                                  "files changed since they were ingested; run the table through the pipeline "
+                                  "runner (or pass checkpoint_location)")
+        again = ckpt.forget_rewritten(checkpoint, root)
+        if again:
+            log.info("cloudFiles.allowOverwrites: %d changed file(s) under %s will be ingested again: %s",
+                     len(again), root, ", ".join(p.name for p in again[:5]) + (" ..." if len(again) > 5 else ""))
+    if checkpoint is not None and opts.clean_source != "OFF":
+        clean_committed(opts, root, checkpoint)
+
+
+def _split_user_schema(opts: CloudFilesOptions, user_schema: StructType, root: Path,
+                       sample: list[ListedFile]) -> tuple[StructType, StructType]:
+    """The user schema as (data columns, partition columns)."""
+    partition_names = (set(opts.partition_columns) if opts.partition_columns is not None
+                       else set() if opts.recursive_file_lookup
+                       else {f.name for f in schemas.infer_partitions(root, sample).fields})
+    return (StructType([f for f in user_schema.fields if f.name not in partition_names]),
+            StructType([f for f in user_schema.fields if f.name in partition_names]))
+
+
+def _inferred_columns(spark: SparkSession, opts: CloudFilesOptions,
+                      stored: StoredSchema) -> tuple[StructType, StructType]:
+    """The stored (inferred) schema with ``cloudFiles.schemaHints`` applied: (data columns, partition columns)."""
+    data, partitions = stored.data, stored.partitions
+    if not opts.schema_hints:
+        return data, partitions
+    hints = schemas.parse_ddl(spark, opts.schema_hints, "cloudFiles.schemaHints")
+    part_hints = StructType([h for h in hints.fields if h.name.lower() in
+                             {p.name.lower() for p in partitions.fields}])
+    data = schemas.apply_hints(data, StructType([h for h in hints.fields if h not in part_hints.fields]))
+    return data, schemas.apply_hints(partitions, part_hints)
 
 
 def _user_schema(spark: SparkSession, schema: StructType | str | None) -> StructType | None:

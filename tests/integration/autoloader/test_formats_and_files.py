@@ -52,6 +52,20 @@ def test_csv_new_header_column_stops_add_new_columns(flow: Callable[..., Flow]) 
     assert f.rows("id", "city") == [("1", None), ("2", "Oslo")]
 
 
+def test_csv_with_inferred_schema_assumes_a_header_row(flow: Callable[..., Flow]) -> None:
+    """Databricks' DMS CDC demo: DMS files written with column names, read without a `header` option, then
+    `Op` and `dmsTimestamp` used by name. Auto Loader assumes a header when it infers a CSV schema."""
+    f = flow({"cloudFiles.format": "csv", "cloudFiles.inferSchema": "true", "cloudFiles.inferColumnTypes": "true"})
+    f.write("LOAD00000001.csv", "Op,dmsTimestamp,id,name\nI,2024-01-01 10:00:00,1,ann\n\t\nU,2024-01-02 10:00:00,1,bo\n")
+    rows = f.run()
+    assert f.columns == ["Op", "dmsTimestamp", "id", "name", "_rescued_data"]
+    assert [(r["Op"], r["id"], r["name"]) for r in rows] == [("I", 1, "ann"), ("U", 1, "bo")]  # the tab line: none
+    g = flow({"cloudFiles.format": "csv", "header": "false"}, name="no_header")
+    g.write("a.csv", "1,x\n")
+    g.run()
+    assert g.columns == ["_c0", "_c1", "_rescued_data"]
+
+
 def test_csv_without_header(flow: Callable[..., Flow]) -> None:
     f = flow({"cloudFiles.format": "csv"}, schema="a INT, b STRING")
     f.write("a.csv", "1,x\n2,y,surplus\n")
@@ -62,7 +76,7 @@ def test_csv_without_header(flow: Callable[..., Flow]) -> None:
 
 
 CSV_EDGE = ('id,name,qty,amount,Name,extra,id\n1,"Smith, Ann",3,1.5,,e,9\n2,bob,x,1e3\n'
-            '3,"q ""quoted"" name",4,abc,N,,\n4,"open,5\n\t,tab only\n  \n5,  spaces  ,6,-0.0,x,y,z,1,2,3\n'
+            '3,"q ""quoted"" name",4,abc,N,,\n4,"open,5\n\t,tab only\n  \n\t \t\n5,  spaces  ,6,-0.0,x,y,z,1,2,3\n'
             '6,caf\u00e9 \u540d,7,NaN\n#7,comment,1\n8,,,\n"9",nine,"10",2.5\n12,back\\slash,1\n'
             + ",".join(str(i) for i in range(13, 29)) + "\n" + ",".join(str(i) for i in range(29, 43)) + ",\n")
 

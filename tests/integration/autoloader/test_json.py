@@ -165,6 +165,8 @@ EDGE_LINES = [
     '{"id": 15, "tags": [1, "x"], "obj": {"a": "not int"}, "amount": 1.0E-7}',
     '{"id": 16, "name": "caf\u00e9 \u540d", "' + UNI + '": 1}',
 ]
+# whitespace-only lines: no records, as in Spark's JSON reader (Jackson finds no token in them)
+BLANK_LINES = ["\t", " \t ", "  ", "\t\r"]
 EDGE_SCHEMA = ("id BIGINT, amount DOUBLE, ok BOOLEAN, ts TIMESTAMP, name STRING, tags ARRAY<INT>, "
                "obj STRUCT<a: INT>")
 
@@ -172,7 +174,7 @@ EDGE_SCHEMA = ("id BIGINT, amount DOUBLE, ok BOOLEAN, ts TIMESTAMP, name STRING,
 def test_jvm_json_parser_matches_spark_expressions(flow: Callable[..., Flow], spark: SparkSession) -> None:
     """The framework jar's JSON parser and the built-in-expression path give the same rows on edge input."""
     def write(f: Flow) -> None:
-        f.write("a.json", "\n".join(EDGE_LINES) + "\n")
+        f.write("a.json", "\n".join(EDGE_LINES) + "\n" + "\n".join(BLANK_LINES) + "\n")
         f.write("b.json", b'{"id": 17, "name": "\xff\xfebytes"}')
 
     jvm_rows, expression_rows = both_parsers(
@@ -249,3 +251,17 @@ def test_new_nested_fields_are_rescued_not_dropped(flow: Callable[..., Flow], sp
     else:  # one level deep: the struct's whole text
         assert json.loads(data["s"]) == {"x": 2, "y": 3, "X": 4}
     assert not (f.schema_location / "_schemas" / "1").exists()
+
+
+def test_whitespace_only_lines_are_no_records(flow: Callable[..., Flow]) -> None:
+    """Spark's JSON reader skips a line of spaces and tabs; it was an all-NULL corrupt record here."""
+    f = flow(JSON)
+    f.write("a.json", '{"id": 1}\n\t\n \t \n{"id": 2}\r\n\t\r\n')
+    f.write("b.json", "\t\n")  # a file of whitespace only
+    rows = f.run()
+    assert sorted(r["id"] for r in rows) == ["1", "2"]
+    assert all(r["_rescued_data"] is None for r in rows)
+    g = flow({**JSON, "multiLine": "true"}, name="multi")
+    g.write("a.json", '{"id": 3}')
+    g.write("b.json", " \t\n\t\n")
+    assert [r["id"] for r in g.run()] == ["3"]

@@ -120,7 +120,11 @@ final class CsvLayout {
     return new CsvLayout(own, csv);
   }
 
-  /** The lines of a text to read: not blank (spaces only) and not comments. */
+  /**
+   * The lines of a text to read: not blank and not comments. Blank as in Spark's CSV reader ({@code
+   * CSVExprUtils.filterCommentAndEmpty}: {@code line.trim.nonEmpty}), so every char {@code <= ' '}: a line of
+   * tabs is no record.
+   */
   List<String> lines(String text) {
     List<String> out = new ArrayList<>();
     for (String line : lineSep.split(text, -1)) {
@@ -134,7 +138,7 @@ final class CsvLayout {
   boolean keep(String line) {
     int start = 0;
     int end = line.length();
-    while (start < end && line.charAt(start) == ' ') {
+    while (start < end && line.charAt(start) <= ' ') {
       start++;
     }
     if (start == end) {
