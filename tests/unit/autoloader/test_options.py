@@ -54,9 +54,9 @@ def test_cloud_files_infer_schema_from_databricks_demos_is_accepted() -> None:
 
 
 def test_unknown_cloud_files_option_is_still_an_error_with_a_suggestion() -> None:
-    with pytest.raises(AutoLoaderError, match="Did you mean 'cloudFiles.inferSchema'"):
+    with pytest.raises(AutoLoaderError, match=r"Did you mean 'cloudFiles\.inferSchema'"):
         parse_options({"cloudFiles.format": "csv", "cloudFiles.inferSchemas": "true"}, user_schema=False)
-    with pytest.raises(AutoLoaderError, match="unknown Auto Loader option 'cloudFiles.rowTag'"):
+    with pytest.raises(AutoLoaderError, match=r"unknown Auto Loader option 'cloudFiles\.rowTag'"):
         parse_options({"cloudFiles.format": "xml", "cloudFiles.rowTag": "r"}, user_schema=False)
 
 
