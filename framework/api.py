@@ -2,7 +2,13 @@
 
 Decorators check their arguments, build frozen declarations (framework.declarations) and register them in
 the active registry. Nothing here runs Spark. ``framework.shim.dlt`` and ``framework.shim.dp`` expose these
-functions under Databricks' names and signatures.
+functions under Databricks' names and signatures; the dataset decorators, whose messages name the spelling the
+user wrote (``@dlt.table`` or ``@dp.table``), are made for each module by :func:`table_decorator`,
+:func:`materialized_view_decorator` and :func:`view_decorator`.
+
+Every failure raises a :class:`~framework.errors.DeclarationError` with its own code and parameters (the codes
+and their messages are listed in ``framework.errors.DECLARATION_MESSAGES``). The rules of APPLY CHANGES that
+relate several arguments are checked here, once: the ``cdc`` package relies on them.
 """
 
 from __future__ import annotations
@@ -50,38 +56,37 @@ def caller_location() -> SourceLocation:
 
 
 def function_location(fn: Callable[..., Any]) -> SourceLocation:
+    """Where ``fn`` is defined (its first line), or the caller's location for objects without code."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return caller_location()
     return SourceLocation(code.co_filename, code.co_firstlineno)
 
 
-def _fail(message: str, location: SourceLocation) -> DeclarationError:
-    return DeclarationError(message, file=location.file, line=location.line)
+def _fail(code: str, location: SourceLocation, **params: object) -> DeclarationError:
+    return DeclarationError.of(code, file=location.file, line=location.line, **params)
 
 
 def _decorator_misuse(decorator: str, arg: object, location: SourceLocation) -> DeclarationError:
-    return _fail(
-        f"@{decorator} got {type(arg).__name__} {arg!r} as its first positional argument, which is not a "
-        f"query function. Use it bare (`@{decorator}`) or with keyword arguments "
-        f"(`@{decorator}(name=\"my_table\", comment=\"...\")`).", location)
+    return _fail("DECLARATION_NOT_CALLABLE", location, decorator=decorator, argument=arg,
+                 argument_type=type(arg).__name__)
 
 
 def _check_name(kind: str, name: object, location: SourceLocation) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise _fail(f"{kind} name must be a non-empty string, got {name!r}", location)
+        raise _fail("DECLARATION_NAME_INVALID", location, kind=kind, name=name)
     return name
 
 
-def _tuple_or_none(value: Any, what: str, location: SourceLocation) -> tuple[Any, ...] | None:
+def _tuple_or_none(value: Any, argument: str, location: SourceLocation) -> tuple[Any, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        raise _fail(f"{what} must be a list, got the string {value!r}; write [{value!r}]", location)
+        raise _fail("DECLARATION_LIST_EXPECTED", location, argument=argument, value=value)
     return tuple(value)
 
 
-def _cols(value: Any, what: str, location: SourceLocation) -> tuple[str, ...]:
+def _cols(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -93,12 +98,12 @@ def _dict(value: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (value or {}).items()}
 
 
-def _scd_type(value: Any, location: SourceLocation, *, default: int = 1) -> int:
+def _scd_type(value: Any, location: SourceLocation) -> int:
     if value is None:
-        return default
+        return 1
     if str(value).strip() in {"1", "2"}:
         return int(str(value).strip())
-    raise _fail(f"stored_as_scd_type must be 1 or 2 (int or string), got {value!r}", location)
+    raise _fail("DECLARATION_SCD_TYPE_INVALID", location, value=value)
 
 
 # ---------------------------------------------------------------------------------------------- expectations
@@ -109,13 +114,12 @@ def _expectation_decorator(action: ExpectationAction, expectations: Mapping[str,
 
     def decorate(fn: QueryFunction) -> QueryFunction:
         if not callable(fn):
-            raise _fail(f"@{decorator}(...) must decorate a query function, got {fn!r}", location)
+            raise _fail("DECLARATION_NOT_A_QUERY_FUNCTION", location, decorator=decorator, argument=fn)
         if getattr(fn, _SINK_ATTR, None):
-            raise _fail(f"sink '{getattr(fn, _SINK_ATTR)}': expectations are not allowed on sinks", location)
+            raise _fail("DECLARATION_EXPECTATIONS_ON_SINK", location, sink=getattr(fn, _SINK_ATTR))
         if getattr(fn, _REGISTERED_ATTR, None):
-            raise _fail(
-                f"@{decorator} is above @dlt.table/@dlt.view on '{fn.__name__}': put expectation decorators "
-                "below the dataset decorator (closer to the function).", location)
+            raise _fail("DECLARATION_EXPECTATION_ABOVE_DATASET", location, decorator=decorator,
+                        function=fn.__name__)
         existing: tuple[Expectation, ...] = getattr(fn, _EXPECTATIONS_ATTR, ())
         merged = merge_expectations(getattr(fn, "__name__", "?"), tuple(built), existing)
         setattr(fn, _EXPECTATIONS_ATTR, merged)
@@ -140,30 +144,34 @@ def expect_or_fail(name: str, inv: Any) -> Callable[[QueryFunction], QueryFuncti
 
 
 def expect_all(expectations: Mapping[str, Any]) -> Callable[[QueryFunction], QueryFunction]:
+    """:func:`expect` for each ``name: constraint`` entry."""
     return _expectation_decorator("warn", expectations, "expect_all")
 
 
 def expect_all_or_drop(expectations: Mapping[str, Any]) -> Callable[[QueryFunction], QueryFunction]:
+    """:func:`expect_or_drop` for each ``name: constraint`` entry."""
     return _expectation_decorator("drop", expectations, "expect_all_or_drop")
 
 
 def expect_all_or_fail(expectations: Mapping[str, Any]) -> Callable[[QueryFunction], QueryFunction]:
+    """:func:`expect_or_fail` for each ``name: constraint`` entry."""
     return _expectation_decorator("fail", expectations, "expect_all_or_fail")
 
 
-def _build_expectations(action: ExpectationAction, expectations: Any, what: str,
+def _build_expectations(action: ExpectationAction, expectations: Any, decorator: str,
                         location: SourceLocation) -> list[Expectation]:
     if not isinstance(expectations, Mapping):
-        raise _fail(f"{what} takes a dict of name -> constraint, got {type(expectations).__name__}", location)
+        raise _fail("DECLARATION_EXPECTATIONS_NOT_A_DICT", location, decorator=decorator,
+                    argument_type=type(expectations).__name__)
     built: list[Expectation] = []
     for name, constraint in expectations.items():
         _check_name("expectation", name, location)
         if not isinstance(constraint, str) and type(constraint).__name__ != "Column":
-            raise _fail(f"expectation '{name}': the constraint must be a SQL string or a Column, got "
-                        f"{type(constraint).__name__}", location)
+            raise _fail("DECLARATION_CONSTRAINT_TYPE", location, expectation=name,
+                        constraint_type=type(constraint).__name__)
         if isinstance(constraint, str) and not constraint.strip():
-            raise _fail(f"expectation '{name}': the constraint is empty", location)
-        built.append(Expectation(name, constraint, action, location))
+            raise _fail("DECLARATION_CONSTRAINT_EMPTY", location, expectation=name)
+        built.append(Expectation(name=name, constraint=constraint, action=action, location=location))
     return built
 
 
@@ -179,8 +187,7 @@ def _expectations_from_dicts(dataset: str, location: SourceLocation, **by_action
 
 
 # ------------------------------------------------------------------------------------------------- datasets
-def _register_dataset(fn: QueryFunction, *, kind: DatasetKind, decorator: str, name: str | None,
-                      **options: Any) -> QueryFunction:
+def _register_dataset(fn: QueryFunction, *, kind: DatasetKind, name: str | None, **options: Any) -> QueryFunction:
     location = function_location(fn)
     dataset_name = _check_name("dataset", name if name is not None else fn.__name__, location)
     expectations: tuple[Expectation, ...] = getattr(fn, _EXPECTATIONS_ATTR, ())
@@ -193,20 +200,20 @@ def _register_dataset(fn: QueryFunction, *, kind: DatasetKind, decorator: str, n
     return fn
 
 
-def _dataset_decorator(decorator: str, kind: DatasetKind, query_function: Any, name: str | None,
-                       options: dict[str, Any]) -> Any:
-    location = caller_location()
+def _dataset_decorator(*, decorator: str, kind: DatasetKind, query_function: Any, name: str | None,
+                       options: dict[str, Any], location: SourceLocation) -> Any:
+    """Register ``query_function`` now (bare ``@decorator``), or return the decorator (``@decorator(...)``)."""
     if query_function is not None and not callable(query_function):
         raise _decorator_misuse(decorator, query_function, location)
     if name is not None:
         _check_name("dataset", name, location)
     if query_function is not None:
-        return _register_dataset(query_function, kind=kind, decorator=decorator, name=name, **options)
+        return _register_dataset(query_function, kind=kind, name=name, **options)
 
     def decorate(fn: QueryFunction) -> QueryFunction:
         if not callable(fn):
             raise _decorator_misuse(decorator, fn, location)
-        return _register_dataset(fn, kind=kind, decorator=decorator, name=name, **options)
+        return _register_dataset(fn, kind=kind, name=name, **options)
 
     return decorate
 
@@ -216,62 +223,104 @@ def _table_options(location: SourceLocation, *, comment: str | None = None,
                    partition_cols: Collection[str] | None = None, path: str | None = None, schema: Any = None,
                    private: bool = False, cluster_by: Collection[str] | None = None,
                    cluster_by_auto: bool = False, row_filter: str | None = None,
-                   refresh_policy: str | None = None) -> dict[str, Any]:
-    parts = _cols(partition_cols, "partition_cols", location)
-    clusters = _cols(cluster_by, "cluster_by", location)
+                   refresh_policy: str | None = None, format: str | None = None) -> dict[str, Any]:
+    """The checked, normalized options of a table, materialized view or streaming table."""
+    parts = _cols(partition_cols)
+    clusters = _cols(cluster_by)
     if parts and clusters:
-        raise _fail("partition_cols and cluster_by cannot be used together: choose one layout", location)
+        raise _fail("DECLARATION_LAYOUT_CONFLICT", location, partition_cols=parts, cluster_by=clusters)
     if schema is not None and not isinstance(schema, str) and type(schema).__name__ != "StructType":
-        raise _fail(f"schema must be a DDL string or a StructType, got {type(schema).__name__}", location)
+        raise _fail("DECLARATION_SCHEMA_TYPE", location, schema_type=type(schema).__name__)
+    if format is not None and format.lower() != "delta":
+        raise _fail("DECLARATION_FORMAT_UNSUPPORTED", location, format=format)
     return dict(comment=comment, spark_conf=_dict(spark_conf), table_properties=_dict(table_properties),
                 partition_cols=parts, cluster_by=clusters, cluster_by_auto=bool(cluster_by_auto), path=path,
                 schema=schema, private=bool(private), row_filter=row_filter, refresh_policy=refresh_policy)
 
 
-def table(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
-          spark_conf: dict[str, str] | None = None, table_properties: dict[str, str] | None = None,
-          partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
-          temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
-          *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None,
-          _spelling: str = "dlt.table") -> Any:
-    """A table: a streaming table when the query is streaming, else a materialized view."""
-    location = caller_location()
-    options = _table_options(location, comment=comment, spark_conf=spark_conf, table_properties=table_properties,
-                             partition_cols=partition_cols, path=path, schema=schema,
-                             private=temporary if private is None else private, cluster_by=cluster_by,
-                             cluster_by_auto=cluster_by_auto, row_filter=row_filter)
-    _check_format(format, location)
-    return _dataset_decorator(_spelling, DatasetKind.TABLE, query_function, name, options)
+def _spelled(fn: Callable[..., Any], spelling: str) -> Callable[..., Any]:
+    """Name a decorator made for one module after its attribute there (``dp.table`` → ``table``)."""
+    fn.__name__ = fn.__qualname__ = spelling.rpartition(".")[2]
+    return fn
 
 
-def materialized_view(query_function: QueryFunction | None = None, name: str | None = None,
-                      comment: str | None = None, spark_conf: dict[str, str] | None = None,
-                      table_properties: dict[str, str] | None = None, partition_cols: list[str] | None = None,
-                      path: str | None = None, schema: Any = None, private: bool = False,
-                      cluster_by: list[str] | None = None, row_filter: str | None = None,
-                      cluster_by_auto: bool = False, refresh_policy: str | None = None,
-                      format: str | None = None) -> Any:
-    """A materialized view: a batch query recomputed on every update."""
-    location = caller_location()
-    options = _table_options(location, comment=comment, spark_conf=spark_conf, table_properties=table_properties,
-                             partition_cols=partition_cols, path=path, schema=schema, private=private,
-                             cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter,
-                             refresh_policy=refresh_policy)
-    _check_format(format, location)
-    return _dataset_decorator("dp.materialized_view", DatasetKind.MATERIALIZED_VIEW, query_function, name,
-                              options)
+def table_decorator(spelling: str) -> Callable[..., Any]:
+    """``dlt.table`` / ``dp.table``, naming itself ``spelling`` in its messages.
+
+    Args:
+        spelling: how pipeline code writes it, e.g. ``"dlt.table"``.
+
+    Returns:
+        The decorator, with the signature of Databricks' ``dlt.table`` (plus keyword-only ``private``,
+        ``cluster_by_auto`` and ``format``).
+    """
+
+    def table(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
+              spark_conf: dict[str, str] | None = None, table_properties: dict[str, str] | None = None,
+              partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
+              temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
+              *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None) -> Any:
+        """A table: a streaming table when the query is streaming, else a materialized view."""
+        location = caller_location()
+        options = _table_options(location, comment=comment, spark_conf=spark_conf,
+                                 table_properties=table_properties, partition_cols=partition_cols, path=path,
+                                 schema=schema, private=temporary if private is None else private,
+                                 cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter,
+                                 format=format)
+        return _dataset_decorator(decorator=spelling, kind=DatasetKind.TABLE, query_function=query_function,
+                                  name=name, options=options, location=location)
+
+    return _spelled(table, spelling)
 
 
-def view(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
-         spark_conf: dict[str, str] | None = None, *, _spelling: str = "dlt.view") -> Any:
-    """A temporary view: computed when read, never stored."""
-    return _dataset_decorator(_spelling, DatasetKind.VIEW, query_function, name,
-                              dict(comment=comment, spark_conf=_dict(spark_conf)))
+def materialized_view_decorator(spelling: str) -> Callable[..., Any]:
+    """``dp.materialized_view`` / ``dlt.materialized_view``, naming itself ``spelling`` in its messages.
+
+    Args:
+        spelling: how pipeline code writes it, e.g. ``"dp.materialized_view"``.
+
+    Returns:
+        The decorator.
+    """
+
+    def materialized_view(query_function: QueryFunction | None = None, name: str | None = None,
+                          comment: str | None = None, spark_conf: dict[str, str] | None = None,
+                          table_properties: dict[str, str] | None = None,
+                          partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
+                          private: bool = False, cluster_by: list[str] | None = None,
+                          row_filter: str | None = None, cluster_by_auto: bool = False,
+                          refresh_policy: str | None = None, format: str | None = None) -> Any:
+        """A materialized view: a batch query recomputed on every update."""
+        location = caller_location()
+        options = _table_options(location, comment=comment, spark_conf=spark_conf,
+                                 table_properties=table_properties, partition_cols=partition_cols, path=path,
+                                 schema=schema, private=private, cluster_by=cluster_by,
+                                 cluster_by_auto=cluster_by_auto, row_filter=row_filter,
+                                 refresh_policy=refresh_policy, format=format)
+        return _dataset_decorator(decorator=spelling, kind=DatasetKind.MATERIALIZED_VIEW,
+                                  query_function=query_function, name=name, options=options, location=location)
+
+    return _spelled(materialized_view, spelling)
 
 
-def _check_format(format: str | None, location: SourceLocation) -> None:
-    if format is not None and format.lower() != "delta":
-        raise _fail(f"format={format!r} is not supported: pipeline tables are Delta tables", location)
+def view_decorator(spelling: str) -> Callable[..., Any]:
+    """``dlt.view`` / ``dp.temporary_view`` / ``dlt.temporary_view``, naming itself ``spelling`` in its messages.
+
+    Args:
+        spelling: how pipeline code writes it, e.g. ``"dlt.view"``.
+
+    Returns:
+        The decorator, with the signature of Databricks' ``dlt.view``.
+    """
+
+    def view(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
+             spark_conf: dict[str, str] | None = None) -> Any:
+        """A temporary view: computed when read, never stored."""
+        return _dataset_decorator(decorator=spelling, kind=DatasetKind.VIEW, query_function=query_function,
+                                  name=name, options=dict(comment=comment, spark_conf=_dict(spark_conf)),
+                                  location=caller_location())
+
+    return _spelled(view, spelling)
 
 
 def create_streaming_table(name: str, comment: str | None = None, spark_conf: dict[str, str] | None = None,
@@ -286,10 +335,10 @@ def create_streaming_table(name: str, comment: str | None = None, spark_conf: di
     """Declare a streaming table whose flows (append flows, APPLY CHANGES) are declared separately."""
     location = caller_location()
     _check_name("streaming table", name, location)
-    _check_format(format, location)
     options = _table_options(location, comment=comment, spark_conf=spark_conf, table_properties=table_properties,
                              partition_cols=partition_cols, path=path, schema=schema, private=private,
-                             cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter)
+                             cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter,
+                             format=format)
     expectations = _expectations_from_dicts(name, location, expect_all=expect_all,
                                             expect_all_or_drop=expect_all_or_drop,
                                             expect_all_or_fail=expect_all_or_fail)
@@ -302,23 +351,27 @@ def _deprecated(old: str, new: str) -> None:
 
 
 def create_streaming_live_table(*args: Any, **kwargs: Any) -> None:
+    """Deprecated spelling of :func:`create_streaming_table`."""
     _deprecated("create_streaming_live_table", "create_streaming_table")
     create_streaming_table(*args, **kwargs)
 
 
 def create_target_table(*args: Any, **kwargs: Any) -> None:
+    """Deprecated spelling of :func:`create_streaming_table`."""
     _deprecated("create_target_table", "create_streaming_table")
     create_streaming_table(*args, **kwargs)
 
 
 def create_table(*args: Any, **kwargs: Any) -> Any:
+    """Deprecated spelling of ``dlt.table``."""
     _deprecated("create_table", "table")
-    return table(*args, **kwargs)
+    return table_decorator("dlt.table")(*args, **kwargs)
 
 
 def create_view(*args: Any, **kwargs: Any) -> Any:
+    """Deprecated spelling of ``dlt.view``."""
     _deprecated("create_view", "view")
-    return view(*args, **kwargs)
+    return view_decorator("dlt.view")(*args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------- flows
@@ -327,10 +380,8 @@ def append_flow(name: str | None = None, target: str | None = None, comment: str
                 *, depends_on: Any = None) -> Callable[[QueryFunction], None]:
     """A flow that appends its query's rows to a streaming table or a sink."""
     location = caller_location()
-    if callable(name):
-        raise _fail("@append_flow needs a target: write @append_flow(target=\"my_table\")", location)
-    if target is None:
-        raise _fail("@append_flow(...) needs `target=` naming a streaming table or sink", location)
+    if callable(name) or target is None:
+        raise _fail("DECLARATION_TARGET_REQUIRED", location, decorator="append_flow")
     _check_name("append_flow target", target, location)
 
     def decorate(fn: QueryFunction) -> None:
@@ -345,14 +396,26 @@ def append_flow(name: str | None = None, target: str | None = None, comment: str
     return decorate
 
 
-def _column_list(value: Any, what: str, location: SourceLocation) -> tuple[Any, ...] | None:
-    return _tuple_or_none(value, what, location)
+# ------------------------------------------------------------------------------------------------ APPLY CHANGES
+_EXCLUSIVE_LISTS = (("column_list", "except_column_list"),
+                    ("track_history_column_list", "track_history_except_column_list"),
+                    ("ignore_null_updates_column_list", "ignore_null_updates_except_column_list"))
+_TRACK_HISTORY_LISTS = ("track_history_column_list", "track_history_except_column_list")
 
 
-def _exclusive(a: Any, b: Any, names: str, location: SourceLocation) -> None:
-    if a is not None and b is not None:
-        first, second = names.split("|")
-        raise _fail(f"{first} and {second} cannot both be given: keep one of them", location)
+def _check_cross_field_rules(arguments: Mapping[str, Any], scd: int, location: SourceLocation) -> None:
+    """Check the rules of APPLY CHANGES (and of its snapshot form) that relate several arguments.
+
+    They are checked only here, at declaration: the ``cdc`` package takes a declared ``ApplyChanges`` as valid.
+    """
+    for first, second in _EXCLUSIVE_LISTS:
+        if arguments.get(first) is not None and arguments.get(second) is not None:
+            raise _fail("DECLARATION_ARGUMENTS_EXCLUSIVE", location, first=first, second=second)
+    if arguments.get("apply_as_truncates") is not None and scd != 1:
+        raise _fail("DECLARATION_TRUNCATES_NEED_SCD1", location, scd_type=scd)
+    given = [argument for argument in _TRACK_HISTORY_LISTS if arguments.get(argument) is not None]
+    if scd != 2 and given:
+        raise _fail("DECLARATION_TRACK_HISTORY_NEEDS_SCD2", location, argument=given[0], scd_type=scd)
 
 
 def apply_changes(target: str, source: str, keys: Any, sequence_by: Any, where: Any = None,
@@ -363,60 +426,65 @@ def apply_changes(target: str, source: str, keys: Any, sequence_by: Any, where: 
                   once: bool = False, ignore_null_updates_column_list: Any = None,
                   ignore_null_updates_except_column_list: Any = None, columns_to_update: Any = None) -> None:
     """APPLY CHANGES INTO ``target`` from the CDC feed ``source`` (SCD type 1 or 2)."""
-    location = caller_location()
-    _check_name("apply_changes target", target, location)
-    _check_name("apply_changes source", source, location)
-    if sequence_by is None:
-        raise _fail("apply_changes needs sequence_by (a column name, col(...) or struct(...))", location)
-    key_cols = _tuple_or_none(keys, "keys", location)
-    if not key_cols:
-        raise _fail("apply_changes needs a non-empty list of keys, e.g. keys=[\"id\"]", location)
-    scd = _scd_type(stored_as_scd_type, location)
-    _exclusive(column_list, except_column_list, "column_list|except_column_list", location)
-    _exclusive(track_history_column_list, track_history_except_column_list,
-               "track_history_column_list|track_history_except_column_list", location)
-    _exclusive(ignore_null_updates_column_list, ignore_null_updates_except_column_list,
-               "ignore_null_updates_column_list|ignore_null_updates_except_column_list", location)
-    if apply_as_truncates is not None and scd != 1:
-        raise _fail("apply_as_truncates is only supported with stored_as_scd_type=1", location)
-    if scd != 2 and (track_history_column_list is not None or track_history_except_column_list is not None):
-        raise _fail("track_history_column_list / track_history_except_column_list need stored_as_scd_type=2",
-                    location)
-    spec = ApplyChanges(
-        source=source, keys=key_cols, sequence_by=sequence_by, where=where,
-        ignore_null_updates=bool(ignore_null_updates), apply_as_deletes=apply_as_deletes,
-        apply_as_truncates=apply_as_truncates,
-        column_list=_column_list(column_list, "column_list", location),
-        except_column_list=_column_list(except_column_list, "except_column_list", location),
-        stored_as_scd_type=scd,
-        track_history_column_list=_column_list(track_history_column_list, "track_history_column_list", location),
-        track_history_except_column_list=_column_list(track_history_except_column_list,
-                                                      "track_history_except_column_list", location),
-        ignore_null_updates_column_list=_column_list(ignore_null_updates_column_list,
-                                                     "ignore_null_updates_column_list", location),
-        ignore_null_updates_except_column_list=_column_list(ignore_null_updates_except_column_list,
-                                                            "ignore_null_updates_except_column_list", location),
+    _declare_auto_cdc(
+        caller_location(), flow_name=flow_name, once=once, target=target, source=source, keys=keys,
+        sequence_by=sequence_by, stored_as_scd_type=stored_as_scd_type, where=where,
+        ignore_null_updates=ignore_null_updates, apply_as_deletes=apply_as_deletes,
+        apply_as_truncates=apply_as_truncates, column_list=column_list, except_column_list=except_column_list,
+        track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list,
+        ignore_null_updates_column_list=ignore_null_updates_column_list,
+        ignore_null_updates_except_column_list=ignore_null_updates_except_column_list,
         columns_to_update=columns_to_update)
-    name = _check_name("flow", flow_name if flow_name is not None else target, location)
-    active_registry().add_flow(Flow(name=name, target=target, kind=FlowKind.AUTO_CDC, location=location,
-                                    once=bool(once), cdc=spec))
 
 
 def create_auto_cdc_flow(target: str, source: str, keys: Any, sequence_by: Any, where: Any = None,
                          ignore_null_updates: bool | None = None, apply_as_deletes: Any = None,
                          apply_as_truncates: Any = None, column_list: Any = None,
-                         except_column_list: Any = None, stored_as_scd_type: str | int = "1",
+                         except_column_list: Any = None, stored_as_scd_type: str | int | None = "1",
                          track_history_column_list: Any = None, track_history_except_column_list: Any = None,
                          name: str | None = None, once: bool = False,
                          ignore_null_updates_column_list: Any = None,
                          ignore_null_updates_except_column_list: Any = None,
                          columns_to_update: Any = None) -> None:
-    """``dp`` spelling of :func:`apply_changes` (the flow name parameter is ``name``)."""
-    apply_changes(target, source, keys, sequence_by, where, ignore_null_updates, apply_as_deletes,
-                  apply_as_truncates, column_list, except_column_list,
-                  "1" if stored_as_scd_type is None else stored_as_scd_type, track_history_column_list,
-                  track_history_except_column_list, name, once, ignore_null_updates_column_list,
-                  ignore_null_updates_except_column_list, columns_to_update)
+    """``dp`` spelling of :func:`apply_changes` (the flow name parameter is ``name``; None is SCD type 1)."""
+    _declare_auto_cdc(
+        caller_location(), flow_name=name, once=once, target=target, source=source, keys=keys,
+        sequence_by=sequence_by, stored_as_scd_type=stored_as_scd_type, where=where,
+        ignore_null_updates=ignore_null_updates, apply_as_deletes=apply_as_deletes,
+        apply_as_truncates=apply_as_truncates, column_list=column_list, except_column_list=except_column_list,
+        track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list,
+        ignore_null_updates_column_list=ignore_null_updates_column_list,
+        ignore_null_updates_except_column_list=ignore_null_updates_except_column_list,
+        columns_to_update=columns_to_update)
+
+
+_CDC_LISTS = ("column_list", "except_column_list", "track_history_column_list", "track_history_except_column_list",
+              "ignore_null_updates_column_list", "ignore_null_updates_except_column_list")
+
+
+def _declare_auto_cdc(location: SourceLocation, *, flow_name: str | None, once: bool, target: str, source: str,
+                      keys: Any, sequence_by: Any, stored_as_scd_type: Any, **arguments: Any) -> None:
+    """Check ``apply_changes`` / ``create_auto_cdc_flow`` arguments and register the AUTO CDC flow."""
+    _check_name("apply_changes target", target, location)
+    _check_name("apply_changes source", source, location)
+    if sequence_by is None:
+        raise _fail("DECLARATION_SEQUENCE_BY_REQUIRED", location, function="apply_changes")
+    key_cols = _tuple_or_none(keys, "keys", location)
+    if not key_cols:
+        raise _fail("DECLARATION_KEYS_REQUIRED", location, function="apply_changes")
+    scd = _scd_type(stored_as_scd_type, location)
+    _check_cross_field_rules(arguments, scd, location)
+    lists = {argument: _tuple_or_none(arguments[argument], argument, location) for argument in _CDC_LISTS}
+    spec = ApplyChanges(
+        source=source, keys=key_cols, sequence_by=sequence_by, where=arguments["where"],
+        ignore_null_updates=bool(arguments["ignore_null_updates"]), apply_as_deletes=arguments["apply_as_deletes"],
+        apply_as_truncates=arguments["apply_as_truncates"], stored_as_scd_type=scd,
+        columns_to_update=arguments["columns_to_update"], **lists)
+    name = _check_name("flow", flow_name if flow_name is not None else target, location)
+    active_registry().add_flow(Flow(name=name, target=target, kind=FlowKind.AUTO_CDC, location=location,
+                                    once=bool(once), cdc=spec))
 
 
 def apply_changes_from_snapshot(target: str, source: Any = None, keys: Any = None,
@@ -425,33 +493,10 @@ def apply_changes_from_snapshot(target: str, source: Any = None, keys: Any = Non
                                 track_history_except_column_list: Any = None, *, name: str | None = None
                                 ) -> None:
     """CDC from snapshots: compare consecutive snapshots of ``source`` and apply the differences."""
-    location = caller_location()
-    _check_name("apply_changes_from_snapshot target", target, location)
-    if source is not None and snapshot_and_version is not None:
-        raise _fail("give either source= (a table/view name or a next_snapshot_and_version function) or "
-                    "snapshot_and_version=, not both", location)
-    src = source if source is not None else snapshot_and_version
-    if src is None:
-        raise _fail("apply_changes_from_snapshot needs source= (a table/view name or a function "
-                    "next_snapshot_and_version(latest_version) -> (DataFrame, version) | None)", location)
-    if not isinstance(src, str) and not callable(src):
-        raise _fail(f"source must be a table name or a function, got {type(src).__name__}", location)
-    key_cols = _tuple_or_none(keys, "keys", location)
-    if not key_cols:
-        raise _fail("apply_changes_from_snapshot needs a non-empty list of keys", location)
-    scd = _scd_type(stored_as_scd_type, location)
-    _exclusive(track_history_column_list, track_history_except_column_list,
-               "track_history_column_list|track_history_except_column_list", location)
-    if scd != 2 and (track_history_column_list is not None or track_history_except_column_list is not None):
-        raise _fail("track_history_column_list / track_history_except_column_list need stored_as_scd_type=2",
-                    location)
-    spec = ApplyChangesFromSnapshot(
-        source=src, keys=key_cols, stored_as_scd_type=scd,
-        track_history_column_list=_column_list(track_history_column_list, "track_history_column_list", location),
-        track_history_except_column_list=_column_list(track_history_except_column_list,
-                                                      "track_history_except_column_list", location))
-    active_registry().add_flow(Flow(name=_check_name("flow", name or target, location), target=target,
-                                    kind=FlowKind.AUTO_CDC_SNAPSHOT, location=location, snapshot_cdc=spec))
+    _declare_snapshot_cdc(
+        caller_location(), name=name, target=target, source=source, snapshot_and_version=snapshot_and_version,
+        keys=keys, stored_as_scd_type=stored_as_scd_type, track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list)
 
 
 def create_auto_cdc_from_snapshot_flow(target: str, source: Any = None, keys: Any = None,
@@ -460,8 +505,40 @@ def create_auto_cdc_from_snapshot_flow(target: str, source: Any = None, keys: An
                                        track_history_except_column_list: Any = None,
                                        name: str | None = None) -> None:
     """``dp`` spelling of :func:`apply_changes_from_snapshot`."""
-    apply_changes_from_snapshot(target, source, keys, stored_as_scd_type, None, track_history_column_list,
-                                track_history_except_column_list, name=name)
+    _declare_snapshot_cdc(
+        caller_location(), name=name, target=target, source=source, snapshot_and_version=None, keys=keys,
+        stored_as_scd_type=stored_as_scd_type, track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list)
+
+
+def _snapshot_source(source: Any, snapshot_and_version: Any, location: SourceLocation) -> Any:
+    if source is not None and snapshot_and_version is not None:
+        raise _fail("DECLARATION_ARGUMENTS_EXCLUSIVE", location, first="source", second="snapshot_and_version")
+    chosen = source if source is not None else snapshot_and_version
+    if chosen is None:
+        raise _fail("DECLARATION_SOURCE_REQUIRED", location, function="apply_changes_from_snapshot")
+    if not isinstance(chosen, str) and not callable(chosen):
+        raise _fail("DECLARATION_SOURCE_TYPE", location, source_type=type(chosen).__name__)
+    return chosen
+
+
+def _declare_snapshot_cdc(location: SourceLocation, *, name: str | None, target: str, source: Any,
+                          snapshot_and_version: Any, keys: Any, stored_as_scd_type: Any,
+                          **track_history: Any) -> None:
+    """Check ``apply_changes_from_snapshot`` / ``create_auto_cdc_from_snapshot_flow`` arguments and register."""
+    _check_name("apply_changes_from_snapshot target", target, location)
+    chosen = _snapshot_source(source, snapshot_and_version, location)
+    key_cols = _tuple_or_none(keys, "keys", location)
+    if not key_cols:
+        raise _fail("DECLARATION_KEYS_REQUIRED", location, function="apply_changes_from_snapshot")
+    scd = _scd_type(stored_as_scd_type, location)
+    _check_cross_field_rules(track_history, scd, location)
+    spec = ApplyChangesFromSnapshot(
+        source=chosen, keys=key_cols, stored_as_scd_type=scd,
+        **{argument: _tuple_or_none(track_history[argument], argument, location)
+           for argument in _TRACK_HISTORY_LISTS})
+    active_registry().add_flow(Flow(name=_check_name("flow", name or target, location), target=target,
+                                    kind=FlowKind.AUTO_CDC_SNAPSHOT, location=location, snapshot_cdc=spec))
 
 
 # ---------------------------------------------------------------------------------------------------- sinks
@@ -473,10 +550,11 @@ def create_sink(name: str, format: str, options: dict[str, str] | None = None) -
     location = caller_location()
     _check_name("sink", name, location)
     if not isinstance(format, str) or format.lower() not in SINK_FORMATS:
-        raise _fail(f"sink '{name}': format must be one of {', '.join(SINK_FORMATS)}, got {format!r}", location)
+        raise _fail("DECLARATION_SINK_FORMAT", location, sink=name, format=format,
+                    supported=", ".join(SINK_FORMATS))
     opts = _dict(options)
     if format.lower() == "delta" and not ({"path", "tableName"} & set(opts)):
-        raise _fail(f"delta sink '{name}' needs options={{\"path\": ...}} or {{\"tableName\": ...}}", location)
+        raise _fail("DECLARATION_SINK_OPTIONS_REQUIRED", location, sink=name)
     active_registry().add_sink(Sink(name=name, format=format.lower(), options=opts, location=location))
 
 
@@ -495,7 +573,7 @@ def foreach_batch_sink(name: str | None = None) -> Callable[[Callable[[Any, int]
 def _register_foreach(fn: Callable[[Any, int], Any], name: str | None, location: SourceLocation) -> Any:
     sink_name = _check_name("sink", name or fn.__name__, location)
     if getattr(fn, _EXPECTATIONS_ATTR, ()):
-        raise _fail(f"sink '{sink_name}': expectations are not allowed on sinks", location)
+        raise _fail("DECLARATION_EXPECTATIONS_ON_SINK", location, sink=sink_name)
     active_registry().add_sink(Sink(name=sink_name, format="foreach_batch", location=function_location(fn),
                                     handler=fn))
     setattr(fn, _SINK_ATTR, sink_name)
@@ -508,8 +586,9 @@ def on_event_hook(user_event_hook_fn: Callable[..., Any] | None = None,
     location = caller_location()
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        active_registry().event_hooks.append(EventHook(fn.__name__, fn, max_allowable_consecutive_failures,
-                                                       function_location(fn)))
+        active_registry().event_hooks.append(EventHook(
+            name=fn.__name__, function=fn, location=function_location(fn),
+            max_allowable_consecutive_failures=max_allowable_consecutive_failures))
         return fn
 
     if user_event_hook_fn is not None:
@@ -520,23 +599,6 @@ def on_event_hook(user_event_hook_fn: Callable[..., Any] | None = None,
 
 
 # ---------------------------------------------------------------------------------------------------- reads
-def dp_table(query_function: QueryFunction | None = None, name: str | None = None, comment: str | None = None,
-             spark_conf: dict[str, str] | None = None, table_properties: dict[str, str] | None = None,
-             partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
-             temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
-             *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None) -> Any:
-    """``dp.table``: a streaming table when the query is streaming, else a materialized view."""
-    return table(query_function, name, comment, spark_conf, table_properties, partition_cols, path, schema,
-                 temporary, cluster_by, row_filter, private=private, cluster_by_auto=cluster_by_auto,
-                 format=format, _spelling="dp.table")
-
-
-def temporary_view(query_function: QueryFunction | None = None, name: str | None = None,
-                   comment: str | None = None, spark_conf: dict[str, str] | None = None) -> Any:
-    """``dp.temporary_view``: computed when read, never stored."""
-    return view(query_function, name, comment, spark_conf, _spelling="dp.temporary_view")
-
-
 def read(name: str) -> Any:
     """A batch read of a pipeline dataset (or an external table)."""
     return current_reader().read(name)

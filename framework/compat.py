@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 from framework.registry import has_active_registry
 
@@ -16,3 +17,8 @@ def dlt_module() -> ModuleType:
     import dlt  # the Databricks runtime module (locally: the databricks-dlt stubs)
 
     return dlt
+
+
+def resolve_dlt(module: ModuleType | Any | None = None) -> Any:
+    """The ``dlt`` module to declare with: ``module`` if given (e.g. a test double), else :func:`dlt_module`."""
+    return module if module is not None else dlt_module()

@@ -15,15 +15,22 @@ from framework.errors import RegistrationContextError
 
 
 class DatasetReader(Protocol):
-    def read(self, name: str) -> Any: ...
+    """What ``dlt.read`` / ``dlt.read_stream`` delegate to while the runner runs query functions."""
 
-    def read_stream(self, name: str) -> Any: ...
+    def read(self, name: str) -> Any:
+        """A batch read of ``name`` (a pipeline dataset or an external table)."""
+        ...
+
+    def read_stream(self, name: str) -> Any:
+        """A streaming read of ``name`` (a pipeline dataset or an external table)."""
+        ...
 
 
 _READER: contextvars.ContextVar[DatasetReader | None] = contextvars.ContextVar("medallion_reader", default=None)
 
 
 def current_reader() -> DatasetReader:
+    """The reader of the query function being run; fails outside one (e.g. at a pipeline file's top level)."""
     reader = _READER.get()
     if reader is None:
         raise RegistrationContextError(
@@ -34,6 +41,7 @@ def current_reader() -> DatasetReader:
 
 @contextmanager
 def reader_context(reader: DatasetReader) -> Iterator[None]:
+    """Make ``reader`` serve ``dlt.read`` / ``dlt.read_stream`` within the block (this context only)."""
     token = _READER.set(reader)
     try:
         yield

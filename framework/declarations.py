@@ -79,10 +79,13 @@ class Dataset:
 
     @property
     def is_view(self) -> bool:
+        """Whether the dataset is a temporary view (computed when read, never stored)."""
         return self.kind is DatasetKind.VIEW
 
 
 class FlowKind(enum.Enum):
+    """How a flow is declared, which decides how the runner executes it."""
+
     QUERY = "query"  # the default flow of a @table/@view: the decorated function
     APPEND = "append"  # @append_flow
     AUTO_CDC = "auto_cdc"  # apply_changes / create_auto_cdc_flow

@@ -61,9 +61,94 @@ class ProblemsError(PipelineError):
 
 
 class DeclarationError(PipelineError):
-    """A decorator or declaration function was called with arguments Databricks would reject."""
+    """A decorator or declaration function was called with arguments Databricks would reject.
+
+    Each failure has its own stable ``code`` (a key of :data:`DECLARATION_MESSAGES`) and keeps what it is about in
+    ``params`` (the names and values its message is rendered from), so that callers and tests never read the text.
+    """
 
     code = "INVALID_DECLARATION"
+
+    def __init__(self, message: str, *, code: str | None = None, file: str | None = None, line: int | None = None,
+                 params: dict[str, object] | None = None) -> None:
+        self.params: dict[str, object] = dict(params or {})
+        super().__init__(message, code=code, file=file, line=line)
+
+    @classmethod
+    def of(cls, code: str, *, file: str | None = None, line: int | None = None,
+           **params: object) -> DeclarationError:
+        """The error for ``code``, its message rendered from ``DECLARATION_MESSAGES[code]`` with ``params``.
+
+        Args:
+            code: a key of :data:`DECLARATION_MESSAGES`.
+            file: the file of the faulty declaration.
+            line: its line.
+            **params: the values the message names; kept as ``params``.
+
+        Returns:
+            The error (the caller raises it).
+        """
+        return cls(DECLARATION_MESSAGES[code].format(**params), code=code, file=file, line=line, params=params)
+
+
+# One code per declaration failure, with the message it renders (``str.format`` with the error's ``params``).
+DECLARATION_MESSAGES: dict[str, str] = {
+    # a decorator used the wrong way
+    "DECLARATION_NOT_CALLABLE": (
+        "@{decorator} got {argument_type} {argument!r} as its first positional argument, which is not a query "
+        "function. Use it bare (`@{decorator}`) or with keyword arguments "
+        "(`@{decorator}(name=\"my_table\", comment=\"...\")`)."),
+    "DECLARATION_NOT_A_QUERY_FUNCTION": "@{decorator}(...) must decorate a query function, got {argument!r}",
+    "DECLARATION_EXPECTATION_ABOVE_DATASET": (
+        "@{decorator} is above @dlt.table/@dlt.view on '{function}': put expectation decorators below the dataset "
+        "decorator (closer to the function)."),
+    "DECLARATION_EXPECTATIONS_ON_SINK": "sink '{sink}': expectations are not allowed on sinks",
+    # names and argument types
+    "DECLARATION_NAME_INVALID": "{kind} name must be a non-empty string, got {name!r}",
+    "DECLARATION_LIST_EXPECTED": "{argument} must be a list, got the string {value!r}; write [{value!r}]",
+    "DECLARATION_SCHEMA_TYPE": "schema must be a DDL string or a StructType, got {schema_type}",
+    "DECLARATION_FORMAT_UNSUPPORTED": "format={format!r} is not supported: pipeline tables are Delta tables",
+    "DECLARATION_LAYOUT_CONFLICT": "partition_cols and cluster_by cannot be used together: choose one layout",
+    # expectations
+    "DECLARATION_EXPECTATIONS_NOT_A_DICT": "{decorator} takes a dict of name -> constraint, got {argument_type}",
+    "DECLARATION_CONSTRAINT_TYPE": (
+        "expectation '{expectation}': the constraint must be a SQL string or a Column, got {constraint_type}"),
+    "DECLARATION_CONSTRAINT_EMPTY": "expectation '{expectation}': the constraint is empty",
+    # flows, APPLY CHANGES and snapshots
+    "DECLARATION_TARGET_REQUIRED": (
+        "@{decorator}(...) needs `target=` naming a streaming table or sink: write "
+        "@{decorator}(target=\"my_table\")"),
+    "DECLARATION_SEQUENCE_BY_REQUIRED": "{function} needs sequence_by (a column name, col(...) or struct(...))",
+    "DECLARATION_KEYS_REQUIRED": "{function} needs a non-empty list of keys, e.g. keys=[\"id\"]",
+    "DECLARATION_SCD_TYPE_INVALID": "stored_as_scd_type must be 1 or 2 (int or string), got {value!r}",
+    "DECLARATION_ARGUMENTS_EXCLUSIVE": "{first} and {second} cannot both be given: keep one of them",
+    "DECLARATION_TRUNCATES_NEED_SCD1": (
+        "apply_as_truncates is only supported with stored_as_scd_type=1, got stored_as_scd_type={scd_type}"),
+    "DECLARATION_TRACK_HISTORY_NEEDS_SCD2": (
+        "{argument} needs stored_as_scd_type=2 (it picks the columns whose changes start a new version), got "
+        "stored_as_scd_type={scd_type}"),
+    "DECLARATION_SOURCE_REQUIRED": (
+        "{function} needs source= (a table/view name or a function "
+        "next_snapshot_and_version(latest_version) -> (DataFrame, version) | None)"),
+    "DECLARATION_SOURCE_TYPE": "source must be a table name or a function, got {source_type}",
+    # sinks
+    "DECLARATION_SINK_FORMAT": "sink '{sink}': format must be one of {supported}, got {format!r}",
+    "DECLARATION_SINK_OPTIONS_REQUIRED": (
+        "delta sink '{sink}' needs options={{\"path\": ...}} or {{\"tableName\": ...}}"),
+    # one name, two declarations
+    "DECLARATION_DUPLICATE_DATASET": (
+        "dataset '{name}' is defined twice (first at {first_file}:{first_line}). Give each table, view and sink a "
+        "unique name."),
+    "DECLARATION_DUPLICATE_SINK": (
+        "sink '{name}' clashes with '{existing}' defined at {first_file}:{first_line}. Sinks and datasets share one "
+        "namespace."),
+    "DECLARATION_DUPLICATE_FLOW": (
+        "flow '{name}' is defined twice (first at {first_file}:{first_line}). Pass a unique `name=` to "
+        "@append_flow (or `flow_name=` to apply_changes)."),
+    "DECLARATION_DUPLICATE_EXPECTATION": (
+        "expectation '{name}' is declared twice on dataset '{dataset}' (also at {first_file}:{first_line}). "
+        "Expectation names must be unique per dataset."),
+}
 
 
 class RegistrationContextError(PipelineError):

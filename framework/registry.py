@@ -26,33 +26,30 @@ class Registry:
     event_hooks: list[EventHook] = field(default_factory=list)
 
     def add_dataset(self, dataset: Dataset) -> None:
-        self._check_unique("dataset", dataset.name, dataset.location,
-                           "Give each table, view and sink a unique name.")
+        """Register ``dataset``; datasets and sinks share one case-insensitive namespace."""
+        self._check_unique("DECLARATION_DUPLICATE_DATASET", dataset.name, dataset.location)
         self.datasets[normalize_name(dataset.name)] = dataset
 
     def add_sink(self, sink: Sink) -> None:
-        self._check_unique("sink", sink.name, sink.location, "Sinks and datasets share one namespace.")
+        """Register ``sink``; datasets and sinks share one case-insensitive namespace."""
+        self._check_unique("DECLARATION_DUPLICATE_SINK", sink.name, sink.location)
         self.sinks[normalize_name(sink.name)] = sink
 
-    def _check_unique(self, kind: str, name: str, location: SourceLocation, fix: str) -> None:
-        key = normalize_name(name)
-        existing = self.datasets.get(key) or self.sinks.get(key)
-        if existing is None:
-            return
-        if kind == "dataset":
-            problem = f"is defined twice (first at {existing.location})"
-        else:
-            problem = f"clashes with '{existing.name}' defined at {existing.location}"
-        raise DeclarationError(f"{kind} '{name}' {problem}. {fix}", file=location.file, line=location.line)
+    def _check_unique(self, code: str, name: str, location: SourceLocation) -> None:
+        existing = self.datasets.get(normalize_name(name)) or self.sinks.get(normalize_name(name))
+        if existing is not None:
+            raise DeclarationError.of(code, file=location.file, line=location.line, name=name,
+                                      existing=existing.name, first_file=existing.location.file,
+                                      first_line=existing.location.line)
 
     def add_flow(self, flow: Flow) -> None:
+        """Register ``flow``; its name must be unique among flows (case-insensitively)."""
         key = normalize_name(flow.name)
         existing = self.flows.get(key)
         if existing is not None:
-            raise DeclarationError(
-                f"flow '{flow.name}' is defined twice (first at {existing.location}). Pass a unique "
-                "`name=` to @append_flow (or `flow_name=` to apply_changes).",
-                file=flow.location.file, line=flow.location.line)
+            raise DeclarationError.of("DECLARATION_DUPLICATE_FLOW", file=flow.location.file,
+                                      line=flow.location.line, name=flow.name, existing=existing.name,
+                                      first_file=existing.location.file, first_line=existing.location.line)
         self.flows[key] = flow
 
     def add_expectations(self, dataset_name: str, expectations: tuple[Expectation, ...]) -> None:
@@ -63,13 +60,16 @@ class Registry:
             dataset.name, dataset.expectations, expectations))
 
     def dataset(self, name: str) -> Dataset | None:
+        """The dataset called ``name`` (any case), or None."""
         return self.datasets.get(normalize_name(name))
 
     def flows_into(self, target: str) -> list[Flow]:
+        """The flows writing into ``target`` (any case), in declaration order."""
         key = normalize_name(target)
         return [f for f in self.flows.values() if normalize_name(f.target) == key]
 
     def did_you_mean(self, name: str) -> str:
+        """A hint naming the declared dataset or sink closest to ``name``, or an empty string."""
         names = [d.name for d in self.datasets.values()] + [s.name for s in self.sinks.values()]
         close = difflib.get_close_matches(name, names, n=1)
         return f" Did you mean '{close[0]}'?" if close else ""
@@ -82,13 +82,14 @@ def normalize_name(name: str) -> str:
 
 def merge_expectations(dataset: str, first: tuple[Expectation, ...],
                        more: tuple[Expectation, ...]) -> tuple[Expectation, ...]:
+    """``first`` then ``more``, refusing an expectation name that is already used on ``dataset``."""
     seen = {e.name: e for e in first}
     for exp in more:
         if exp.name in seen:
-            raise DeclarationError(
-                f"expectation '{exp.name}' is declared twice on dataset '{dataset}' (also at "
-                f"{seen[exp.name].location}). Expectation names must be unique per dataset.",
-                file=exp.location.file, line=exp.location.line)
+            earlier = seen[exp.name].location
+            raise DeclarationError.of("DECLARATION_DUPLICATE_EXPECTATION", file=exp.location.file,
+                                      line=exp.location.line, name=exp.name, dataset=dataset,
+                                      first_file=earlier.file, first_line=earlier.line)
         seen[exp.name] = exp
     return (*first, *more)
 
@@ -108,6 +109,7 @@ def active_registry() -> Registry:
 
 
 def has_active_registry() -> bool:
+    """Whether declarations made now would be registered (a pipeline is being loaded)."""
     return _ACTIVE.get() is not None
 
 

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from framework.errors import EnvironmentSetupError
+from framework.errors import EnvironmentSetupError, Problem
 from framework.runner.sizing import SmallUpdates
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The keys conf/spark.yaml may hold, by section (None: any key, e.g. Spark settings under `spark_conf`).
+KNOWN_KEYS: dict[str, frozenset[str] | None] = {
+    "jars": frozenset({"cache_dir", "maven"}),
+    "spark_conf": None,
+    "driver_java_options": None,
+    "small_updates": frozenset({"max_input_bytes", "spark_conf"}),
+}
 
 
 def project_root() -> Path:
@@ -46,6 +55,7 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     if not path.exists():
         raise EnvironmentSetupError(f"local Spark settings not found at {path}; restore conf/spark.yaml")
     raw: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
+    check_keys(raw, path)
     jars = raw.get("jars") or {}
     cache = Path(os.environ.get("MEDALLION_JARS_DIR", jars.get("cache_dir", ".cache/jars")))
     if not cache.is_absolute():
@@ -65,3 +75,49 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
                               jar_cache_dir=cache, small_updates=small_updates,
                               driver_java_options=tuple(java_options))
+
+
+def unknown_keys(raw: object, source: str) -> list[Problem]:
+    """A problem for every key of the settings file (top level and known sections) that nothing reads.
+
+    Args:
+        raw: the parsed YAML document.
+        source: the file, named in each problem.
+
+    Returns:
+        The problems (code ``UNKNOWN_SETTINGS_KEY``), in file order, each with the closest known key if any.
+    """
+    if not isinstance(raw, Mapping):
+        return [Problem("INVALID_SETTINGS", f"the file must hold a mapping of settings, got {type(raw).__name__}",
+                        source)]
+    problems = _unknown(raw, KNOWN_KEYS, "", source)
+    for section, known in KNOWN_KEYS.items():
+        value = raw.get(section)
+        if known is not None and isinstance(value, Mapping):
+            problems += _unknown(value, known, f"{section}.", source)
+    return problems
+
+
+def _unknown(mapping: Mapping[Any, Any], known: Mapping[str, Any] | frozenset[str], prefix: str,
+             source: str) -> list[Problem]:
+    problems = []
+    for key in mapping:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), sorted(known), n=1) if len(str(key)) < 100 else []
+        hint = f"; did you mean '{prefix}{close[0]}'?" if close else f" (known: {', '.join(sorted(known))})"
+        problems.append(Problem("UNKNOWN_SETTINGS_KEY", f"unknown key '{prefix}{str(key)[:100]}'{hint}", source))
+    return problems
+
+
+def check_keys(raw: object, path: Path) -> None:
+    """Refuse a settings file with keys nothing reads (a typo would silently change nothing), all at once.
+
+    Raises:
+        EnvironmentSetupError: code ``INVALID_SPARK_SETTINGS``, one line per problem, each naming the file.
+    """
+    problems = unknown_keys(raw, str(path))
+    if problems:
+        lines = [f"{len(problems)} problem(s) in the local Spark settings"]
+        lines += [f"  - {problem.render()}" for problem in problems]
+        raise EnvironmentSetupError("\n".join(lines), code="INVALID_SPARK_SETTINGS", file=str(path))

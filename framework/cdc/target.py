@@ -22,7 +22,7 @@ from framework.cdc.storage import (
     write_metadata,
 )
 from framework.declarations import ApplyChanges
-from framework.errors import CdcError, SchemaChangeError
+from framework.errors import SchemaChangeError
 
 
 def parse_schema(spark: SparkSession, schema: Any) -> StructType | None:
@@ -79,24 +79,11 @@ class ApplyChangesTarget(CdcTargetBase):
         state_path: a folder owned by this target for hidden state (tombstones, sequences, metadata).
         target_schema: the schema declared with ``create_streaming_table(schema=...)`` (DDL or ``StructType``),
             with or without ``__START_AT``/``__END_AT``; None to take the columns from the source.
-
-    Raises:
-        CdcError: the arguments contradict each other (e.g. ``apply_as_truncates`` with SCD type 2).
     """
 
     def __init__(self, spark: SparkSession, spec: ApplyChanges, target_name: str, target_path: str,
                  state_path: str, target_schema: Any = None) -> None:
-        if spec.stored_as_scd_type not in (1, 2):
-            raise CdcError(f"APPLY CHANGES into '{target_name}': stored_as_scd_type must be 1 or 2, "
-                           f"got {spec.stored_as_scd_type!r}.")
-        if spec.stored_as_scd_type == 2 and spec.apply_as_truncates is not None:
-            raise CdcError(f"APPLY CHANGES into '{target_name}': apply_as_truncates is only supported with SCD "
-                           "type 1. Remove it or use stored_as_scd_type=1.")
-        if spec.stored_as_scd_type == 1 and (spec.track_history_column_list is not None
-                                             or spec.track_history_except_column_list is not None):
-            raise CdcError(f"APPLY CHANGES into '{target_name}': track_history_column_list / "
-                           "track_history_except_column_list need stored_as_scd_type=2.")
-        self.spec = spec
+        self.spec = spec  # checked where it was declared (framework.api), the rules relating its fields included
         super().__init__(spark, target_name, target_path, state_path, target_schema)
         # column plans by (source columns, target exists): only this object writes the target while it lives
         self._plans: dict[tuple[tuple[str, ...], bool], ColumnPlan] = {}

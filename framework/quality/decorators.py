@@ -10,26 +10,16 @@ Databricks.
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any, TypeVar
 
-from framework.quality.rules import RuleSet, load_rules
+from framework.compat import resolve_dlt
+from framework.quality.quarantine import as_ruleset, quarantine_table, quarantine_table_name
+from framework.quality.rules import RuleSet
+
+# `resolve_dlt` (framework.compat) and `as_ruleset` (quarantine) were defined here: still importable from here.
+__all__ = ["as_ruleset", "expect_rules", "expectation_kwargs", "resolve_dlt"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def resolve_dlt(dlt_module: ModuleType | Any | None = None) -> Any:
-    """The ``dlt`` module to declare with: ``dlt_module`` if given, else ``framework.compat.dlt_module()``."""
-    if dlt_module is not None:
-        return dlt_module
-    from framework.compat import dlt_module as current  # the API owner's module; real `dlt` on Databricks
-
-    return current()
-
-
-def as_ruleset(rules: RuleSet | str) -> RuleSet:
-    """A :class:`RuleSet` as given, or loaded by name/path from the ``expectations/`` folders."""
-    return rules if isinstance(rules, RuleSet) else load_rules(rules)
 
 
 def expect_rules(
@@ -72,8 +62,6 @@ def expect_rules(
             if constraints:
                 wrapped = decorator(constraints)(wrapped)
         if quarantine:
-            from framework.quality.quarantine import quarantine_table, quarantine_table_name
-
             name = quarantine if isinstance(quarantine, str) else quarantine_table_name(ruleset.name)
             quarantine_table(
                 ruleset.name, function, ruleset, name=name, comment=quarantine_comment, dlt_module=dlt
@@ -84,8 +72,10 @@ def expect_rules(
 
 
 def expectation_kwargs(rules: RuleSet | str) -> dict[str, dict[str, Any]]:
-    """``expect_all`` / ``expect_all_or_drop`` / ``expect_all_or_fail`` keyword arguments for
-    ``dlt.create_streaming_table(name, **expectation_kwargs("orders_clean"))`` (empty ones left out)."""
+    """The ``expect_all`` / ``expect_all_or_drop`` / ``expect_all_or_fail`` keyword arguments of a rule set.
+
+    For ``dlt.create_streaming_table(name, **expectation_kwargs("orders_clean"))``; empty ones are left out.
+    """
     ruleset = as_ruleset(rules)
     out = {"expect_all": ruleset.warn, "expect_all_or_drop": ruleset.drop, "expect_all_or_fail": ruleset.fail}
     return {k: v for k, v in out.items() if v}

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from framework.quality.rules import Rule, RuleSet
+from framework.compat import resolve_dlt
+from framework.quality.rules import Rule, RuleSet, load_rules
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -31,6 +32,11 @@ UPDATE_ID_COLUMN = "_update_id"
 QUARANTINED_AT_COLUMN = "_quarantined_at"
 QUARANTINE_COLUMNS = (FAILED_RULES_COLUMN, UPDATE_ID_COLUMN, QUARANTINED_AT_COLUMN)
 UPDATE_ID_CONF = "pipelines.updateId"
+
+
+def as_ruleset(rules: RuleSet | str) -> RuleSet:
+    """A :class:`RuleSet` as given, or loaded by name/path from the ``expectations/`` folders."""
+    return rules if isinstance(rules, RuleSet) else load_rules(rules)
 
 
 def quarantine_table_name(dataset: str) -> str:
@@ -139,8 +145,6 @@ def quarantine_table(
     Returns:
         The registered query function.
     """
-    from framework.quality.decorators import as_ruleset, resolve_dlt
-
     ruleset = as_ruleset(rules if rules is not None else dataset)
     dlt = resolve_dlt(dlt_module)
     table_name = name or quarantine_table_name(dataset)

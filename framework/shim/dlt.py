@@ -20,15 +20,20 @@ from framework.api import (
     expect_or_drop,
     expect_or_fail,
     foreach_batch_sink,
-    materialized_view,
+    materialized_view_decorator,
     on_event_hook,
     read,
     read_stream,
     readStream,
-    table,
-    temporary_view,
-    view,
+    table_decorator,
+    view_decorator,
 )
+
+# The dataset decorators name themselves as written here (`@dlt.table`) in their messages.
+table = table_decorator("dlt.table")
+view = view_decorator("dlt.view")
+materialized_view = materialized_view_decorator("dlt.materialized_view")
+temporary_view = view_decorator("dlt.temporary_view")
 
 __all__ = [
     "append_flow", "apply_changes", "apply_changes_from_snapshot", "create_auto_cdc_flow",

@@ -2,6 +2,8 @@
 
 from framework.api import (
     append_flow,
+    apply_changes,
+    apply_changes_from_snapshot,
     create_auto_cdc_flow,
     create_auto_cdc_from_snapshot_flow,
     create_sink,
@@ -13,15 +15,18 @@ from framework.api import (
     expect_or_drop,
     expect_or_fail,
     foreach_batch_sink,
-    materialized_view,
+    materialized_view_decorator,
     on_event_hook,
     read,
     read_stream,
-    temporary_view,
+    table_decorator,
+    view_decorator,
 )
-from framework.api import apply_changes as apply_changes
-from framework.api import apply_changes_from_snapshot as apply_changes_from_snapshot
-from framework.api import dp_table as table
+
+# The dataset decorators name themselves as written here (`@dp.table`) in their messages.
+table = table_decorator("dp.table")
+materialized_view = materialized_view_decorator("dp.materialized_view")
+temporary_view = view_decorator("dp.temporary_view")
 
 __all__ = [
     "append_flow", "apply_changes", "apply_changes_from_snapshot", "create_auto_cdc_flow",

@@ -71,18 +71,26 @@ def test_names_are_case_insensitive() -> None:
     with pytest.raises(DeclarationError) as info:
         reg.add_dataset(Dataset("orders", DatasetKind.VIEW, SourceLocation("/p/other.py", 3)))
     err = info.value
-    assert err.file == "/p/other.py" and err.line == 3 and "(first at /p/file.py:7)" in err.message
-    assert str(err) == f"[INVALID_DECLARATION] /p/other.py:3: {err.message}"
+    assert err.code == "DECLARATION_DUPLICATE_DATASET"
+    assert err.params == {"name": "orders", "existing": "Orders", "first_file": "/p/file.py", "first_line": 7}
+    assert err.file == "/p/other.py" and err.line == 3
+    assert str(err) == ("[DECLARATION_DUPLICATE_DATASET] /p/other.py:3: dataset 'orders' is defined twice "
+                        "(first at /p/file.py:7). Give each table, view and sink a unique name.")
 
 
 def test_sinks_and_datasets_share_a_namespace() -> None:
     reg = Registry()
     reg.add_sink(Sink("out", "delta", {"path": "/x"}, LOC))
-    with pytest.raises(DeclarationError, match="defined twice"):
+    with pytest.raises(DeclarationError) as dataset:
         reg.add_dataset(Dataset("OUT", DatasetKind.TABLE, LOC))
+    assert dataset.value.code == "DECLARATION_DUPLICATE_DATASET" and dataset.value.params["existing"] == "out"
     reg.add_dataset(Dataset("t", DatasetKind.TABLE, LOC))
-    with pytest.raises(DeclarationError, match="sink 't' clashes with 't'"):
-        reg.add_sink(Sink("t", "kafka", location=LOC))
+    with pytest.raises(DeclarationError) as sink:
+        reg.add_sink(Sink("T", "kafka", location=SourceLocation("/p/sinks.py", 9)))
+    assert sink.value.code == "DECLARATION_DUPLICATE_SINK"
+    assert sink.value.params == {"name": "T", "existing": "t", "first_file": "/p/file.py", "first_line": 7}
+    assert sink.value.message.startswith("sink 'T' clashes with 't' defined at /p/file.py:7.")
+    assert set(reg.sinks) == {"out"}
 
 
 def test_flows_and_flows_into() -> None:
@@ -91,8 +99,11 @@ def test_flows_and_flows_into() -> None:
     reg.add_flow(Flow("b", "target", FlowKind.APPEND, LOC))
     reg.add_flow(Flow("c", "other", FlowKind.APPEND, LOC))
     assert [f.name for f in reg.flows_into("TARGET")] == ["a", "b"]
-    with pytest.raises(DeclarationError, match="flow 'A' is defined twice"):
-        reg.add_flow(Flow("A", "x", FlowKind.APPEND, LOC))
+    with pytest.raises(DeclarationError) as info:
+        reg.add_flow(Flow("A", "x", FlowKind.APPEND, SourceLocation("/p/flows.py", 2)))
+    assert info.value.code == "DECLARATION_DUPLICATE_FLOW" and (info.value.file, info.value.line) == ("/p/flows.py", 2)
+    assert info.value.params == {"name": "A", "existing": "a", "first_file": "/p/file.py", "first_line": 7}
+    assert reg.flows["a"].target == "Target"
 
 
 def test_add_expectations_merges_and_rejects_duplicates() -> None:
@@ -100,8 +111,11 @@ def test_add_expectations_merges_and_rejects_duplicates() -> None:
     reg.add_dataset(Dataset("st", DatasetKind.STREAMING_TABLE, LOC, expectations=(Expectation("a", "x > 0"),)))
     reg.add_expectations("ST", (Expectation("b", "y > 0", "drop"),))
     assert [(e.name, e.action) for e in reg.dataset("st").expectations] == [("a", "warn"), ("b", "drop")]
-    with pytest.raises(DeclarationError, match="expectation 'a' is declared twice on dataset 'st'"):
+    with pytest.raises(DeclarationError) as info:
         reg.add_expectations("st", (Expectation("a", "z > 0", location=LOC),))
+    assert info.value.code == "DECLARATION_DUPLICATE_EXPECTATION"
+    assert info.value.params == {"name": "a", "dataset": "st", "first_file": "<unknown>", "first_line": 0}
+    assert [e.name for e in reg.dataset("st").expectations] == ["a", "b"]
 
 
 def test_merge_expectations_keeps_order() -> None:

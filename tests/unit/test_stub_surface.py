@@ -108,6 +108,25 @@ def test_every_name_the_stub_package_exports_exists(official_dlt) -> None:
     assert set(shim_dlt.__all__) >= set(package.__all__)
 
 
+@pytest.mark.parametrize("module", [shim_dlt, shim_dp], ids=["dlt", "dp"])
+def test_public_signatures_have_no_private_parameters(module: ModuleType) -> None:
+    """What pipeline code can call takes only Databricks' parameters (and documented keyword-only extras)."""
+    private = [f"{name}({param})" for name in module.__all__ if callable(getattr(module, name))
+               for param in inspect.signature(getattr(module, name)).parameters if param.startswith("_")]
+    assert private == []
+
+
+def test_dataset_decorators_are_bound_to_their_spelling() -> None:
+    """``dlt.table`` and ``dp.table`` are made by one factory each; only their messages differ."""
+    pairs = [(shim_dlt.table, shim_dp.table), (shim_dlt.materialized_view, shim_dp.materialized_view),
+             (shim_dlt.temporary_view, shim_dp.temporary_view), (shim_dlt.view, shim_dp.temporary_view)]
+    for ours, theirs in pairs:
+        assert ours is not theirs
+        assert inspect.signature(ours) == inspect.signature(theirs)
+        assert ours.__code__ is theirs.__code__
+    assert shim_dlt.table.__name__ == "table" and shim_dp.temporary_view.__name__ == "temporary_view"
+
+
 def test_deprecated_stub_aliases_take_any_arguments() -> None:
     for name in ("create_table", "create_view", "create_streaming_live_table", "create_target_table"):
         params = list(inspect.signature(getattr(shim_dlt, name)).parameters.values())

@@ -89,3 +89,16 @@ def test_with_the_framework_dlt_shim() -> None:
     quarantine = registry.datasets["orders_clean_quarantine"]
     assert quarantine.expectations == ()
     assert "orders_clean_quarantine" in registry.flows
+
+
+def test_quarantine_table_declares_without_the_decorators_module() -> None:
+    """quarantine.py stands on its own (no import of decorators.py, which builds on it): no import cycle."""
+    from framework.compat import resolve_dlt
+    from framework.quality import decorators, quarantine
+
+    dlt = RecordingDlt()
+    query = quarantine.quarantine_table("orders_clean", "orders_raw", dlt_module=dlt, table_properties={"q": "x"})
+    assert query.__name__ == "orders_clean_quarantine"
+    assert dlt.calls[0][0] == "table" and dlt.calls[0][1]["table_properties"] == {"q": "x"}
+    assert decorators.as_ruleset is quarantine.as_ruleset and decorators.resolve_dlt is resolve_dlt
+    assert resolve_dlt(dlt) is dlt
