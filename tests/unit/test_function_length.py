@@ -15,12 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORK = ROOT / "framework"
 MAX_LINES = 60
 
-# "path:qualified name" of the functions still over MAX_LINES (issue 22: being shortened). Already split:
-# runner/update.py run_update and _execute, spec.py parse_spec, render.py to_html, autoloader/records.py
-# csv_records, autoloader/options.py parse_options, autoloader/source.py load_cloud_files.
-ALLOWED = frozenset({
-    "framework/quality/report_html.py:_trend",
-})
+# "path:qualified name" of the functions still over MAX_LINES. Empty: the last ones (issue 22: runner/update.py
+# run_update and _execute, spec.py parse_spec, render.py to_html, quality/report_html.py _trend,
+# autoloader/records.py csv_records, autoloader/source.py load_cloud_files, autoloader/options.py parse_options)
+# have been split. Add to it only with a reason, and take entries off as they are shortened.
+ALLOWED: frozenset[str] = frozenset()
 
 
 def function_lengths(path: Path) -> dict[str, int]:
