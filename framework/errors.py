@@ -198,7 +198,12 @@ class UpdateError(PipelineError):
 
 
 class ExpectationViolation(PipelineError):
-    """An ``expect_or_fail`` expectation was violated: the flow was rolled back."""
+    """An ``expect_or_fail`` expectation was violated: the flow was rolled back.
+
+    Attributes:
+        flow: the flow that failed. dataset: its target. expectations: the names of the violated rules.
+        record: the offending record as JSON text (Spark's ``to_json`` of the row).
+    """
 
     code = "EXPECTATION_VIOLATION"
 
@@ -213,6 +218,64 @@ class ExpectationViolation(PipelineError):
             f"expectation(s) {names} on dataset '{dataset}'. Nothing was written for this flow; fix the data "
             "or the rule, then run the update again."
         )
+
+
+@dataclass(frozen=True)
+class CauseInfo:
+    """One exception of a failure's cause chain, as the event log's ``error.exceptions`` shows it."""
+
+    class_name: str
+    message: str
+    error_class: str | None = None
+
+    def headline(self) -> str:
+        """``Class: first line of the message`` (or ``[ERROR_CLASS] ...`` for Spark errors)."""
+        first = next((line.strip() for line in self.message.splitlines() if line.strip()), "")
+        short = self.class_name.rsplit(".", 1)[-1]
+        return f"{short}: {first}" if first else short
+
+
+class FlowError(PipelineError):
+    """A flow failed at run time: its query function raised, or Spark failed while running it.
+
+    Attributes:
+        flow: the flow. dataset: its target. root: the root cause. chain: the whole cause chain, outermost
+        first. retryable: True when running the flow again can succeed (Auto Loader widened a schema).
+    """
+
+    code = "FLOW_FAILED"
+
+    def __init__(self, flow: str, dataset: str, root: CauseInfo, chain: Sequence[CauseInfo], *,
+                 file: str | None = None, line: int | None = None, retryable: bool = False) -> None:
+        self.flow = flow
+        self.dataset = dataset
+        self.root = root
+        self.chain = tuple(chain)
+        self.retryable = retryable
+        super().__init__(f"flow '{flow}' failed: {root.headline()}", file=file, line=line)
+
+
+class ConnectorMissingError(PipelineError):
+    """A query reads a data source whose connector is not on Spark's class path (Kafka, Avro, ...)."""
+
+    code = "DATA_SOURCE_NOT_FOUND"
+
+    _PACKAGES = {"kafka": "spark-sql-kafka-0-10", "avro": "spark-avro"}
+
+    def __init__(self, source_format: str) -> None:
+        self.source_format = source_format
+        artifact = self._PACKAGES.get(source_format.lower())
+        if artifact is not None:
+            try:
+                from pyspark import __version__ as spark_version
+            except ImportError:  # pragma: no cover - pyspark is a dependency
+                spark_version = "<spark version>"
+            fix = (f"its connector ships separately from Spark: add `spark.jars.packages: "
+                   f"org.apache.spark:{artifact}_2.13:{spark_version}` under spark_conf in conf/spark.yaml "
+                   "(fetched once from Maven Central)")
+        else:
+            fix = "add the jar that provides it to spark.jars or spark.jars.packages in conf/spark.yaml"
+        super().__init__(f"the '{source_format}' data source is not on Spark's class path; {fix}")
 
 
 class ConcurrentUpdateError(PipelineError):
@@ -241,9 +304,27 @@ class AutoLoaderError(PipelineError):
 
 class UnknownFieldError(AutoLoaderError):
     """A new column appeared in addNewColumns/failOnNewColumns mode: the schema was widened (or not) and the
-    stream stopped, as Auto Loader does."""
+    stream stopped, as Auto Loader does.
+
+    Attributes:
+        fields: the new columns (nested ones as paths). retryable: True when the schema was widened, so that
+        running the flow again continues with the new columns (addNewColumns). where: the file or folder.
+    """
 
     code = "UNKNOWN_FIELD_EXCEPTION"
+
+    def __init__(self, fields: Iterable[str], *, retryable: bool, where: str, fix: str | None = None) -> None:
+        self.fields = tuple(fields)
+        self.retryable = retryable
+        self.where = where
+        fix = fix or ("the schema at the schema location is widened on the next start, which continues with the "
+                      "new columns" if retryable else
+                      "cloudFiles.schemaEvolutionMode is failOnNewColumns: add the columns to the schema "
+                      "(schemaHints or a user schema), or use addNewColumns/rescue")
+        super().__init__(
+            f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_RECORD_WITH_FILE_PATH] Encountered unknown fields during "
+            f"parsing: [{', '.join(self.fields)}], which can be fixed by an automatic retry: "
+            f"{'true' if retryable else 'false'}. {where}. {fix}.")
 
 
 class RuleFileError(ProblemsError):

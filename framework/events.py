@@ -3,7 +3,10 @@
 ``origin``, ``sequence`` and ``error`` are structs (as in the Delta event log of Hive-metastore pipelines);
 ``details`` is a JSON string shaped by ``event_type``, so Databricks' monitoring queries
 (``from_json(details, ...)``, ``explode`` over ``flow_progress.data_quality.expectations``) run unchanged.
-Events are buffered during an update and appended in one Delta commit when the update ends.
+Events are written as the update runs: :meth:`EventLog.commit_soon` asks a background writer to append
+what is pending (the runner calls it when the update starts running and when each flow ends), so a killed
+update leaves its definitions and the progress of the flows that finished; :meth:`EventLog.close` appends the
+rest when the update ends.
 """
 
 from __future__ import annotations
@@ -12,14 +15,18 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from framework.redaction import redact_value
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
+
+    from framework.errors import CauseInfo
 
 EVENT_LOG_DDL = (
     "id STRING, "
@@ -65,11 +72,21 @@ class EventLog:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _seq: int = 0
     _instance: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    _write_lock: threading.Lock = field(default_factory=threading.Lock)  # one commit at a time
+    _wake: threading.Condition = field(default_factory=threading.Condition)
+    _wanted: bool = False
+    _closing: bool = False
+    _writer: threading.Thread | None = None
+    write_error: BaseException | None = None
 
     def emit(self, event_type: str, message: str, *, level: str = "INFO", details: dict[str, Any] | None = None,
              flow_name: str | None = None, dataset_name: str | None = None, batch_id: int | None = None,
-             error: BaseException | None = None, sink_name: str | None = None) -> dict[str, Any]:
-        """Record one event (buffered until :meth:`flush`) and pass it to the event hooks."""
+             error: BaseException | None = None, sink_name: str | None = None,
+             chain: Sequence[CauseInfo] | None = None) -> dict[str, Any]:
+        """Record one event (written by the next commit) and pass it to the event hooks.
+
+        ``chain`` is the error's whole cause chain (outermost first) when the caller walked it; otherwise the
+        Python chain of ``error`` is used."""
         with self._lock:
             self._seq += 1
             seq = self._seq
@@ -91,10 +108,11 @@ class EventLog:
             "message": message,
             "level": level,
             "maturity_level": "STABLE" if event_type in _STABLE else "EVOLVING",
-            "error": _error_struct(error) if error is not None else None,
+            "error": _error_struct(error, chain) if error is not None else None,
             "details": json.dumps({event_type: details or {}}, default=str),
             "event_type": event_type,
         }
+        event = redact_value(event)  # secrets read with dbutils.secrets.get never reach the log in clear
         with self._lock:
             self._events.append(event)
         for hook in self.hooks:
@@ -108,22 +126,67 @@ class EventLog:
             return list(self._events)
 
     def flush(self, spark: SparkSession) -> int:
-        """Append the buffered events to the Delta event log in one commit; return how many were written."""
-        with self._lock:
-            pending, self._events = self._events, []
-        if not pending:
-            return 0
-        # Built inside the JVM from one JSON literal: no Python worker, no parallelize of Python objects.
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import ArrayType
+        """Append the pending events to the Delta event log in one commit; return how many were written."""
+        with self._write_lock:
+            with self._lock:
+                pending, self._events = self._events, []
+            if not pending:
+                return 0
+            _append(spark, self.path, pending)
+            return len(pending)
 
-        payload = json.dumps([{**e, "timestamp": e["timestamp"].strftime(_TS_FORMAT)} for e in pending],
-                             default=str)
-        rows = F.from_json(F.lit(payload), ArrayType(event_log_schema()),
-                           {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"})
-        df = spark.range(1).select(F.inline(rows))
-        df.write.format("delta").mode("append").save(self.path)
-        return len(pending)
+    def start_writer(self, spark: SparkSession) -> None:
+        """Start the background writer that :meth:`commit_soon` wakes."""
+        if self._writer is not None:
+            return
+        self._writer = threading.Thread(target=self._write_loop, args=(spark,), name="medallion-event-log",
+                                        daemon=True)
+        self._writer.start()
+
+    def commit_soon(self) -> None:
+        """Ask the background writer to append what is pending now (without waiting for it)."""
+        with self._wake:
+            self._wanted = True
+            self._wake.notify()
+
+    def close(self, spark: SparkSession) -> int:
+        """Stop the writer and append everything still pending; return how many events that was. Raises the
+        first error the background writer met, if any, after writing what it can."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with self._wake:
+                self._closing = True
+                self._wake.notify()
+            writer.join()
+        written = self.flush(spark)
+        if self.write_error is not None:
+            error, self.write_error = self.write_error, None
+            raise error
+        return written
+
+    def _write_loop(self, spark: SparkSession) -> None:
+        while True:
+            with self._wake:
+                while not self._wanted and not self._closing:
+                    self._wake.wait()
+                closing, self._wanted = self._closing, False
+            if closing:
+                return
+            try:
+                self.flush(spark)
+            except Exception as exc:  # kept and raised by close(); the events stay pending
+                self.write_error = self.write_error or exc
+
+
+def _append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> None:
+    # Built inside the JVM from one JSON literal: no Python worker, no parallelize of Python objects.
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    payload = json.dumps([{**e, "timestamp": e["timestamp"].strftime(_TS_FORMAT)} for e in events], default=str)
+    rows = F.from_json(F.lit(payload), ArrayType(event_log_schema()),
+                       {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"})
+    spark.range(1).select(F.inline(rows)).write.format("delta").mode("append").save(path)
 
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
@@ -134,17 +197,35 @@ def _stable_id(*parts: str | None) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "/".join(p or "" for p in parts)))
 
 
-def _error_struct(error: BaseException) -> dict[str, Any]:
-    exceptions: list[dict[str, Any]] = []
-    current: BaseException | None = error
-    while current is not None and len(exceptions) < 5:
-        exceptions.append({
-            "class_name": type(current).__name__,
-            "message": str(current)[:10000],
-            "error_class": getattr(current, "code", None) or _spark_error_class(current),
-        })
-        current = current.__cause__
+_MAX_MESSAGE = 4000  # characters of one exception's message (a streaming failure's message holds its whole plan)
+_MAX_ROOT_MESSAGE = 20000  # the root cause's message, which is the user's own words, is kept (nearly) whole
+
+
+def _error_struct(error: BaseException, chain: Sequence[CauseInfo] | None) -> dict[str, Any]:
+    """Databricks' ``error`` struct: the error, then its whole cause chain, the root cause last."""
+    from framework.errors import CauseInfo, PipelineError
+
+    head = CauseInfo(type(error).__name__, str(error),
+                     error.code if isinstance(error, PipelineError) else _spark_error_class(error))
+    links = list(chain) if chain is not None else _python_chain(error)
+    if links and links[0].message == head.message:
+        links = links[1:]
+    entries = [head, *links]
+    exceptions = [{"class_name": e.class_name,
+                   "message": e.message[:_MAX_ROOT_MESSAGE if i == len(entries) - 1 else _MAX_MESSAGE],
+                   "error_class": e.error_class} for i, e in enumerate(entries)]
     return {"fatal": True, "exceptions": exceptions}
+
+
+def _python_chain(error: BaseException) -> list[CauseInfo]:
+    from framework.errors import CauseInfo
+
+    out: list[CauseInfo] = []
+    current = error.__cause__ or error.__context__
+    while current is not None and len(out) < 20:
+        out.append(CauseInfo(type(current).__name__, str(current), _spark_error_class(current)))
+        current = current.__cause__ or current.__context__
+    return out
 
 
 def _spark_error_class(error: BaseException) -> str | None:

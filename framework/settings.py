@@ -12,7 +12,6 @@ from typing import Any
 import yaml
 
 from framework.errors import EnvironmentSetupError, Problem
-from framework.runner.sizing import SmallUpdates
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # The keys conf/spark.yaml may hold, by section (None: any key, e.g. Spark settings under `spark_conf`).
@@ -27,6 +26,14 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
 def project_root() -> Path:
     """The repository root: ``$MEDALLION_HOME`` if set, else the folder holding the ``framework`` package."""
     return Path(os.environ.get("MEDALLION_HOME", PROJECT_ROOT))
+
+
+@dataclass(frozen=True)
+class SmallUpdates:
+    """``small_updates`` of ``conf/spark.yaml``: the input-size limit and the Spark settings below it."""
+
+    max_input_bytes: int = 0  # 0: never
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

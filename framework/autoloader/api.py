@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
 
@@ -10,7 +9,7 @@ from framework.autoloader.clean import clean_committed
 from framework.autoloader.options import parse_options
 from framework.autoloader.paths import to_local
 from framework.autoloader.source import NATIVE_TYPED, load_cloud_files
-from framework.errors import AutoLoaderError, PipelineError, UnknownFieldError
+from framework.errors import AutoLoaderError, PipelineError
 
 __all__ = ["clean_source", "load_cloud_files", "reusable_source", "translate_stream_error"]
 
@@ -50,50 +49,31 @@ def clean_source(path: str, options: dict[str, str], *, checkpoint_location: str
                            now.timestamp() if now is not None else None)
 
 
-def _full_text(exc: BaseException) -> str:
-    """The message of the exception and of every cause, Python and JVM (Spark wraps task errors)."""
-    parts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        parts.append(str(current))
-        parts.append(str(getattr(current, "_stackTrace", "") or ""))
-        jvm_exc = getattr(current, "_origin", None)
-        depth = 0
-        while jvm_exc is not None and depth < 20:
-            try:
-                parts.append(str(jvm_exc.getMessage()))
-                jvm_exc = jvm_exc.getCause()
-            except Exception:
-                break
-            depth += 1
-        current = current.__cause__ or current.__context__
-    return "\n".join(parts)
-
-
 def translate_stream_error(exc: BaseException) -> PipelineError | None:
     """Map an exception raised by a ``cloudFiles`` streaming query to the framework's error, or None.
 
-    ``UNKNOWN_FIELD_EXCEPTION`` (schema evolution) becomes :class:`UnknownFieldError` (retry once with a fresh
-    ``load_cloud_files`` call when the message says ``automatic retry: true``); a listed file that vanished
-    before it was read becomes :class:`AutoLoaderError` naming the file and the fix.
+    By type, never by message text (``framework/failures.py`` walks the cause chain): the new-column guard's
+    payload becomes :class:`UnknownFieldError` (``retryable`` when the schema was widened); Spark's
+    ``FAILED_READ_FILE.FILE_NOT_EXIST`` (or a ``FileNotFoundException``) for a listed file that vanished before
+    it was read, and ``DUPLICATED_MAP_KEY``, become :class:`AutoLoaderError` with the fix.
     """
+    from framework.failures import raised_error, spark_causes
+
     if isinstance(exc, PipelineError):
         return exc
-    text = _full_text(exc)
-    m = re.search(r"\[UNKNOWN_FIELD_EXCEPTION[^\]]*\] Encountered unknown fields during parsing: \[[^\n]*?\], which "
-                  r"can be fixed by an automatic retry: (?:true|false)\. (?:File: file:|Files under )[^\n]*", text)
-    if m:
-        return UnknownFieldError(m.group(0).split(" SQLSTATE")[0])
-    if "FILE_NOT_EXIST" in text or "FileNotFoundException" in text:
-        f = re.search(r"(?:File|file) (?:does not exist: )?[`']?(file:[^\s`'.]+(?:\.[^\s`']+)?)", text)
-        name = f.group(1) if f else "a listed source file"
-        return AutoLoaderError(f"{name} was listed for this batch but disappeared before it was read; nothing of "
-                               "the batch was committed. Put the file back and run again, or set the Spark setting "
-                               "spark.sql.files.ignoreMissingFiles=true to skip files that vanish (their data is then "
-                               "not ingested).")
-    if "DUPLICATED_MAP_KEY" in text:
-        return AutoLoaderError("a JSON record has the same key twice (or a CSV header repeats a name after "
-                               "case folding); fix the file. Details: " + text.splitlines()[0])
+    guard = raised_error(exc)
+    if guard is not None:
+        return guard
+    for info, params in spark_causes(exc):
+        condition = info.error_class or ""
+        if info.class_name.endswith("MissingBatchFileException") or condition.startswith(
+                "FAILED_READ_FILE.FILE_NOT_EXIST"):
+            name = params.get("path") or "a listed source file"
+            return AutoLoaderError(f"{name} was listed for this batch but disappeared before it was read; nothing of "
+                                   "the batch was committed. Put the file back and run again, or set the Spark "
+                                   "setting spark.sql.files.ignoreMissingFiles=true to skip files that vanish (their "
+                                   "data is then not ingested).")
+        if condition == "DUPLICATED_MAP_KEY":
+            return AutoLoaderError("a JSON record has the same key twice (or a CSV header repeats a name after "
+                                   "case folding); fix the file. Details: " + info.headline())
     return None

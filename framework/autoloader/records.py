@@ -87,15 +87,11 @@ def _str_array(values: list[str]) -> Column:
 
 
 def _guard_message(plan: Plan, new_keys: Column) -> Column:
-    retry = "true" if plan.guard == "addNewColumns" else "false"
-    fix = ("the schema at the schema location is widened on the next start, which continues with the new columns"
-           if plan.guard == "addNewColumns" else
-           "cloudFiles.schemaEvolutionMode is failOnNewColumns: add the columns to the schema (schemaHints or "
-           "a user schema), or use addNewColumns/rescue")
-    return F.concat(F.lit("[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_RECORD_WITH_FILE_PATH] Encountered unknown "
-                          "fields during parsing: ["), F.array_join(new_keys, ", "),
-                    F.lit(f"], which can be fixed by an automatic retry: {retry}. File: "), F.col(PATH),
-                    F.lit(f". {fix}."))
+    """The JSON payload of the new-column guard, read back as data by ``framework/failures.py``."""
+    from framework.failures import VIOLATION_KEY
+
+    return F.to_json(F.struct(F.lit("UNKNOWN_FIELD_EXCEPTION").alias(VIOLATION_KEY), new_keys.alias("fields"),
+                              F.lit(plan.guard == "addNewColumns").alias("retryable"), F.col(PATH).alias("file")))
 
 
 def known_names(plan: Plan) -> list[str]:

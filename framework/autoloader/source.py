@@ -190,19 +190,13 @@ def _stored_schema(spark: SparkSession, opts: CloudFilesOptions, store: SchemaSt
         widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, unseen, every_file=True),
                                        [f.name for f in stored.partitions.fields])
         if added:
-            names = ", ".join(added)
+            where = f"Files under '{root}'"
             if mode == "addNewColumns":
                 stored = store.write(widened, stored.partitions)
-                raise UnknownFieldError(
-                    f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_RECORD_WITH_FILE_PATH] Encountered unknown fields "
-                    f"during parsing: [{names}], which can be fixed by an automatic retry: true. Files under "
-                    f"'{root}'. The schema at '{store.root}' was widened to version {stored.version}; restart the "
-                    "flow to continue with the new columns.")
-            raise UnknownFieldError(
-                f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_RECORD_WITH_FILE_PATH] Encountered unknown fields during "
-                f"parsing: [{names}], which can be fixed by an automatic retry: false. Files under '{root}'. "
-                "cloudFiles.schemaEvolutionMode is failOnNewColumns: add the columns to the schema (schemaHints or "
-                "a user schema), or use addNewColumns/rescue.")
+                raise UnknownFieldError(added, retryable=True, where=where, fix=(
+                    f"The schema at '{store.root}' was widened to version {stored.version}; restart the flow to "
+                    "continue with the new columns"))
+            raise UnknownFieldError(added, retryable=False, where=where)
     return stored
 
 

@@ -113,15 +113,12 @@ def plan_columns(spec: Any, source_columns: Sequence[str], target: str,
         The column plan.
 
     Raises:
-        CdcError: a named column does not exist, or two mutually exclusive lists were given.
+        CdcError: a named column does not exist.
     """
+    # keys present, and not both of a list and its except list: checked once, at declaration (framework/api.py)
     keys = tuple(_resolve(column_names(spec.keys, "keys", target) or (), source_columns, "key", target))
-    if not keys:
-        raise CdcError(f"APPLY CHANGES into '{target}': keys must name at least one column.")
     column_list = column_names(getattr(spec, "column_list", None), "column_list", target)
     except_list = column_names(getattr(spec, "except_column_list", None), "except_column_list", target)
-    if column_list is not None and except_list is not None:
-        raise CdcError(f"APPLY CHANGES into '{target}': give column_list or except_column_list, not both.")
     if column_list is not None:
         chosen = _resolve(column_list, source_columns, "column_list", target)
     else:
@@ -156,12 +153,10 @@ def _subset(spec: Any, values: tuple[str, ...], list_arg: str, except_arg: str,
     is given.
 
     Raises:
-        CdcError: both are given, or they name unknown columns.
+        CdcError: they name unknown columns.
     """
     chosen = column_names(getattr(spec, list_arg, None), list_arg, target)
     excluded = column_names(getattr(spec, except_arg, None), except_arg, target)
-    if chosen is not None and excluded is not None:
-        raise CdcError(f"APPLY CHANGES into '{target}': give {list_arg} or {except_arg}, not both.")
     if chosen is not None:
         wanted = {c.lower() for c in _resolve(chosen, values, list_arg, target)}
         return tuple(c for c in values if c.lower() in wanted)

@@ -96,9 +96,6 @@ class SnapshotTarget(CdcTargetBase):
 
     def __init__(self, spark: SparkSession, spec: ApplyChangesFromSnapshot, target_name: str, target_path: str,
                  state_path: str, target_schema: Any = None) -> None:
-        if spec.stored_as_scd_type not in (1, 2):
-            raise CdcError(f"APPLY CHANGES FROM SNAPSHOT into '{target_name}': stored_as_scd_type must be 1 or "
-                           f"2, got {spec.stored_as_scd_type!r}.")
         self.spec = spec
         super().__init__(spark, target_name, target_path, state_path, target_schema)
 

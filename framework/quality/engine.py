@@ -16,8 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from framework.declarations import Expectation
-
-VIOLATION_MARKER = "EXPECTATION_VIOLATION"
+from framework.failures import VIOLATION_KEY
 
 
 @dataclass(frozen=True)
@@ -105,22 +104,17 @@ def apply_expectations(
 
 
 def _fail_guard(df: DataFrame, fail: Sequence[tuple[Column, Expectation]], dataset: str, flow: str) -> Column:
+    """TRUE for rows that pass every fail rule; for any other row, Spark's ``raise_error`` with a JSON payload
+    (flow, dataset, the violated rules, the record) that ``framework/failures.py`` reads back as data."""
     ok = fail[0][0]
     for c, _ in fail[1:]:
         ok = ok & c
-    names = F.concat_ws(", ", *[F.when(~c, F.lit(f"'{e.name}'")) for c, e in fail])
+    names = F.filter(F.array(*[F.when(~c, F.lit(e.name)) for c, e in fail]), lambda n: n.isNotNull())
     record = F.to_json(F.struct(*[F.col(f"`{n}`") for n in df.columns]), {"ignoreNullFields": "false"})
-    message = F.concat(
-        F.lit(
-            f"[{VIOLATION_MARKER}] Flow '{flow}' failed due to a failed expectation on dataset '{dataset}': "
-            "expectation(s) "
-        ),
-        names,
-        F.lit(" violated by the record "),
-        record,
-        F.lit(". Nothing was written for this flow; fix the data or the rule, then run the update again."),
-    )
-    return F.when(ok, F.lit(True)).otherwise(F.raise_error(message).cast("boolean"))
+    payload = F.to_json(F.struct(
+        F.lit("EXPECTATION_VIOLATION").alias(VIOLATION_KEY), F.lit(flow).alias("flow"),
+        F.lit(dataset).alias("dataset"), names.alias("expectations"), record.alias("record")))
+    return F.when(ok, F.lit(True)).otherwise(F.raise_error(payload).cast("boolean"))
 
 
 def metrics_from_row(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import yaml
 
 from framework.declarations import UNKNOWN_LOCATION, Expectation, ExpectationAction, SourceLocation
-from framework.errors import Problem, RuleFileError
+from framework.errors import PipelineError, Problem, RuleFileError
 from framework.quality import sqlcheck
 
 if TYPE_CHECKING:
@@ -313,16 +313,19 @@ def check_against_schema(
     Args:
         ruleset: the rules to check.
         schema: the schema of the DataFrame the rules are applied to.
-        spark: the session to analyse with (default: the active one, else a new local session).
+        spark: the session to analyse with (default: the active one).
         raise_on_error: raise :class:`RuleFileError` when problems are found (else return them).
 
     Returns:
         The problems (empty when every rule resolves).
     """
     if spark is None:
-        from framework.runner.session import get_or_create_session
+        from pyspark.sql import SparkSession
 
-        spark = get_or_create_session()
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise PipelineError("validate_rules analyses the rules with Spark: pass spark= (a SparkSession), "
+                                "or start one first", code="NO_SPARK_SESSION")
     problems: list[Problem] = []
     for rule in ruleset.rules:
         if not isinstance(rule.constraint, str):

@@ -95,3 +95,13 @@ def latest_metadata(table_path: str | Path, max_commits: int = MAX_COMMITS) -> d
     except _Unreadable:
         return None
     return None
+
+
+def has_commit(table_path: str | Path) -> bool:
+    """True when the folder holds a Delta table: at least one commit or checkpoint in its log. A write that
+    failed before its first commit leaves a ``_delta_log`` with no commit (staged commits only)."""
+    try:
+        _log, versions, checkpoint = _listing(table_path)
+    except _Unreadable:
+        return False
+    return bool(versions) or checkpoint >= 0

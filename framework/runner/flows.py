@@ -8,65 +8,27 @@ import re
 import shutil
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
-from framework.errors import ExpectationViolation, PipelineError
-from framework.quality.engine import (
-    VIOLATION_MARKER,
-    ExpectationResult,
-    QualityMetrics,
-    apply_expectations,
-    metrics_from_row,
-    sum_observed,
-)
+from framework.errors import PipelineError
+from framework.failures import HandlerErrors
+from framework.quality.engine import apply_expectations, metrics_from_row, sum_observed
 from framework.registry import normalize_name
-from framework.runner.delta_log import latest_metadata
-from framework.runner.resolve import UpdateContext, call_query_function
-from framework.runner.streams import start_query
+from framework.runner.delta_log import has_commit, latest_metadata
+from framework.runner.query import call_query_function
+from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
+from framework.runner.results import FlowResult
+from framework.runner.streams import output_mode, start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType, StructType
 
     from framework.graph import PipelineGraph
-
-
-@dataclass
-class FlowResult:
-    """What one flow did in an update (the summary and the flow_progress event are built from it)."""
-
-    flow: str
-    target: str
-    kind: str
-    status: str = "QUEUED"
-    seconds: float = 0.0
-    num_input_rows: int | None = None
-    num_output_rows: int | None = None
-    num_upserted_rows: int | None = None
-    num_deleted_rows: int | None = None
-    dropped_records: int = 0
-    expectations: list[ExpectationResult] = field(default_factory=list)
-    batches: int = 0
-    error: BaseException | None = None
-    attempts: int = 1
-
-    def metrics(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in ("num_output_rows", "num_upserted_rows", "num_deleted_rows", "num_input_rows"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-    def data_quality(self) -> dict[str, Any] | None:
-        if not self.expectations:
-            return None
-        return QualityMetrics(self.num_input_rows or 0, self.num_output_rows or 0, self.dropped_records,
-                              tuple(self.expectations)).data_quality()
+    from framework.runner.environment import UpdateEnvironment
 
 
 def generation_id(checkpoint: str) -> str:
@@ -82,17 +44,36 @@ def generation_id(checkpoint: str) -> str:
 
 
 class FlowExecutor:
-    """Runs one flow of an update."""
+    """Runs one flow of an update (one attempt).
 
-    def __init__(self, ctx: UpdateContext, graph: PipelineGraph, flow_key: str) -> None:
-        self.ctx = ctx
+    Args:
+        router: the update's read router (its environment, and the session proxy's reads).
+        graph: the validated graph.
+        flow_key: the flow to run.
+        prebuilt: Auto Loader sources the resolution built that this attempt may take (see ``reads.py``).
+    """
+
+    def __init__(self, router: ReadRouter, graph: PipelineGraph, flow_key: str,
+                 prebuilt: dict[SourceKey, DataFrame] | None = None) -> None:
+        self.router = router
+        self.env: UpdateEnvironment = router.env
         self.graph = graph
-        self.flow: Flow = ctx.registry.flows[flow_key]
+        self.registry = graph.registry
+        self.flow: Flow = self.registry.flows[flow_key]
         self.key = flow_key
         self.target_key = normalize_name(self.flow.target)
-        self.sink = ctx.registry.sinks.get(self.target_key)
-        self.dataset: Dataset | None = ctx.registry.datasets.get(self.target_key)
+        self.sink = self.registry.sinks.get(self.target_key)
+        self.dataset: Dataset | None = self.registry.datasets.get(self.target_key)
         self.kind = graph.kinds.get(self.target_key, DatasetKind.STREAMING_TABLE)
+        self.reader = ExecuteReader(router, self.registry, _names(router, self.registry), flow_key,
+                                    prebuilt=prebuilt if prebuilt is not None else {})
+        self.handler_errors = HandlerErrors()  # what a foreachBatch handler raised (see failures.py)
+        self.view_results: list[FlowResult] = []
+
+    @property
+    def table_path(self) -> str | None:
+        """Where the flow's target table is (None for sinks)."""
+        return None if self.sink is not None else self.env.table_path(self.registry, self.target_key)
 
     @property
     def expectations(self) -> tuple[Any, ...]:
@@ -103,7 +84,7 @@ class FlowExecutor:
 
     def run(self, result: FlowResult) -> None:
         flow = self.flow
-        activate_session(self.ctx.spark)
+        activate_session(self.env.spark)
         if flow.kind is FlowKind.AUTO_CDC:
             self._run_cdc(result)
         elif flow.kind is FlowKind.AUTO_CDC_SNAPSHOT:
@@ -119,7 +100,7 @@ class FlowExecutor:
 
     # ----------------------------------------------------------------------------------------- helpers
     def _query(self) -> DataFrame:
-        with self.ctx.flow_reader(self.key, "execute"):
+        with self.router.activate(self.reader):
             return call_query_function(self.flow)
 
     def _dataset_name(self) -> str:
@@ -143,7 +124,7 @@ class FlowExecutor:
         from delta.tables import DeltaTable
 
         declared = self._declared
-        builder = DeltaTable.createIfNotExists(self.ctx.spark).location(path).addColumns(
+        builder = DeltaTable.createIfNotExists(self.env.spark).location(path).addColumns(
             declared if declared is not None else _nullable(df.schema))
         if dataset.partition_cols:
             builder = builder.partitionedBy(*dataset.partition_cols)
@@ -179,14 +160,14 @@ class FlowExecutor:
         if comment:
             settings.append(f"'comment' = '{_sql_str(comment)}'")
         if settings:
-            self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({', '.join(settings)})")
+            self.env.spark.sql(f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES ({', '.join(settings)})")
 
     def _restore_clustering(self, path: str) -> None:
         """Open-source Delta drops a table's clustering columns when a DataFrame overwrite replaces it (a
         materialized view's recompute): declare them again."""
         if self.dataset is not None and self.dataset.cluster_by:
-            columns = ", ".join(f"`{c}`" for c in self.dataset.cluster_by)
-            self.ctx.spark.sql(f"ALTER TABLE delta.`{path}` CLUSTER BY ({columns})")
+            columns = ", ".join(quote_identifier(c) for c in self.dataset.cluster_by)
+            self.env.spark.sql(f"ALTER TABLE delta.{quote_identifier(path)} CLUSTER BY ({columns})")
 
     @functools.cached_property
     def _declared(self) -> StructType | None:
@@ -195,7 +176,7 @@ class FlowExecutor:
 
         schema = self.dataset.schema if self.dataset is not None else None
         try:
-            return parse_schema(self.ctx.spark, schema)
+            return parse_schema(self.env.spark, schema)
         except Exception as exc:
             assert self.dataset is not None
             raise PipelineError(f"dataset '{self.dataset.name}': schema {schema!r} is not a valid DDL column "
@@ -245,7 +226,7 @@ class FlowExecutor:
     # -------------------------------------------------------------------------------------- executors
     def _run_materialized_view(self, result: FlowResult) -> None:
         df = self._conform(self._query())
-        path = self.ctx.table_path(self.target_key)
+        path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
@@ -254,13 +235,13 @@ class FlowExecutor:
         writer = writer.options(**self._delta_options())
         if self.dataset is not None and self.dataset.partition_cols:
             writer = writer.partitionBy(*self.dataset.partition_cols)
-        _raise_violations(lambda: writer.save(path), self.flow.name, self._dataset_name())
+        writer.save(path)
         self._restore_clustering(path)
         self._record(result, dict(observation.get), batches=1)
         self._apply_properties(path, created)
 
     def _run_once(self, result: FlowResult) -> None:
-        checkpoint = Path(self.ctx.checkpoint_path(self.flow))
+        checkpoint = Path(self.env.checkpoint_path(self.flow))
         marker = checkpoint / "once.done"
         if marker.exists():
             result.status = "COMPLETED"
@@ -270,7 +251,7 @@ class FlowExecutor:
         if df.isStreaming:
             raise PipelineError(f"once flow '{self.flow.name}' must return a batch DataFrame (spark.read)",
                                 code="ONCE_FLOW_NOT_BATCH")
-        path = self.ctx.table_path(self.target_key)
+        path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
@@ -280,7 +261,7 @@ class FlowExecutor:
                   .option("txnAppId", app_id).option("txnVersion", "0").options(**self._delta_options()))
         if self.dataset is not None and self.dataset.partition_cols:
             writer = writer.partitionBy(*self.dataset.partition_cols)
-        _raise_violations(lambda: writer.save(path), self.flow.name, self._dataset_name())
+        writer.save(path)
         values = observation.get
         marker.write_text(datetime.now(UTC).isoformat())
         self._record(result, dict(values), batches=1)
@@ -291,41 +272,34 @@ class FlowExecutor:
         if not df.isStreaming:
             raise PipelineError(f"flow '{self.flow.name}' into streaming table '{self.flow.target}' returned a "
                                 "batch DataFrame", code="FLOW_NOT_STREAMING")
-        path = self.ctx.table_path(self.target_key)
+        path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
         name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, observation_name=name)
         self._prepare_table(path, out)
-        checkpoint = self.ctx.checkpoint_path(self.flow)
+        checkpoint = self.env.checkpoint_path(self.flow)
 
-        def start(mode: str) -> Any:
-            writer = (out.writeStream.format("delta").outputMode(mode)
-                      .option("checkpointLocation", checkpoint).option("mergeSchema", "true")
-                      .options(**self._delta_options()).trigger(availableNow=True))
-            if self.dataset is not None and self.dataset.partition_cols:
-                writer = writer.partitionBy(*self.dataset.partition_cols)
-            return start_query(out, lambda: writer.start(path))
-
-        try:
-            query = start("append")
-        except Exception as exc:  # streaming aggregation without watermark: DLT uses complete mode
-            if "streaming aggregations" not in str(exc) and "Complete output mode" not in str(exc) and \
-                    "not supported when there are streaming aggregations" not in str(exc):
-                raise
-            query = start("complete")
-        _raise_violations(query.awaitTermination, self.flow.name, self._dataset_name())
+        mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
+        writer = (out.writeStream.format("delta").outputMode(mode)
+                  .option("checkpointLocation", checkpoint).option("mergeSchema", "true")
+                  .options(**self._delta_options()).trigger(availableNow=True))
+        if self.dataset is not None and self.dataset.partition_cols:
+            writer = writer.partitionBy(*self.dataset.partition_cols)
+        query = start_query(out, lambda: writer.start(path))
+        query.awaitTermination()
         progresses = list(query.recentProgress)
         observed = [dict(p.observedMetrics.get(observation, {}).asDict()) if p.observedMetrics.get(observation)
                     else {} for p in progresses]
         result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
         self._record(result, sum_observed(observed), batches=sum(1 for p in progresses if p.numInputRows))
+        self._views_streamed(progresses)
         self._apply_properties(path, created)
 
     def _run_sink(self, result: FlowResult) -> None:
         assert self.sink is not None
         df = self._query()
-        checkpoint = self.ctx.checkpoint_path(self.flow)
+        checkpoint = self.env.checkpoint_path(self.flow)
         if not df.isStreaming:
             raise PipelineError(f"flow '{self.flow.name}' into sink '{self.sink.name}' must be streaming",
                                 code="FLOW_NOT_STREAMING")
@@ -336,12 +310,12 @@ class FlowExecutor:
         if self.sink.format == "foreach_batch":
             handler = self.sink.handler
             assert handler is not None
-            query = start_query(out, writer.foreachBatch(_counted_once(handler)).start)
+            query = start_query(out, writer.foreachBatch(self.handler_errors.wrap(_counted_once(handler))).start)
         elif self.sink.format == "delta":
             opts = dict(self.sink.options)
             writer = writer.format("delta")
             if "path" in opts:
-                sink_path = self.ctx.map_path(opts["path"])
+                sink_path = self.env.map_path(opts["path"])
                 writer = writer.options(**{k: v for k, v in opts.items() if k != "path"})
                 query = start_query(out, lambda: writer.start(sink_path))
             else:
@@ -360,14 +334,14 @@ class FlowExecutor:
 
         spec = self.flow.cdc
         assert spec is not None and self.dataset is not None
-        path = self.ctx.table_path(self.target_key)
+        path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
-        checkpoint = self.ctx.checkpoint_path(self.flow)
-        target = ApplyChangesTarget(self.ctx.spark, spec, self.dataset.name, path,
+        checkpoint = self.env.checkpoint_path(self.flow)
+        target = ApplyChangesTarget(self.env.spark, spec, self.dataset.name, path,
                                     self._cdc_state_path(), target_schema=self.dataset.schema)
         target.check_compatible()
         app_id = f"{self.key}-{generation_id(checkpoint)}"
-        with self.ctx.flow_reader(self.key, "execute") as reader:
+        with self.router.activate(self.reader) as reader:
             source = reader.read(spec.source) if self.flow.once else reader.read_stream(spec.source)
         metrics: list[Any] = []
         if not source.isStreaming:
@@ -377,8 +351,8 @@ class FlowExecutor:
                 marker.write_text(datetime.now(UTC).isoformat())
         else:
             writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-                      .foreachBatch(lambda batch, batch_id: metrics.append(
-                          target.apply_batch(batch, batch_id, app_id))))
+                      .foreachBatch(self.handler_errors.wrap(lambda batch, batch_id: metrics.append(
+                          target.apply_batch(batch, batch_id, app_id)))))
             query = start_query(source, writer.start)
             query.awaitTermination()
             result.num_input_rows = sum(int(p.numInputRows or 0) for p in query.recentProgress)
@@ -392,23 +366,23 @@ class FlowExecutor:
 
         spec = self.flow.snapshot_cdc
         assert spec is not None and self.dataset is not None
-        path = self.ctx.table_path(self.target_key)
+        path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
-        target = SnapshotTarget(self.ctx.spark, spec, self.dataset.name, path,
+        target = SnapshotTarget(self.env.spark, spec, self.dataset.name, path,
                                 self._cdc_state_path(), target_schema=self.dataset.schema)
 
         def resolve_source(name: str) -> DataFrame:
-            with self.ctx.flow_reader(self.key, "execute") as reader:
+            with self.router.activate(self.reader) as reader:
                 return reader.table(name, streaming=False)
 
-        metrics = target.run(resolve_source, self.ctx.update_time)  # type: ignore[attr-defined]
+        metrics = target.run(resolve_source, self.env.update_time)
         result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
         result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
         result.batches = len(metrics)
         self._apply_properties(path, created)
 
     def _cdc_state_path(self) -> str:
-        return str(self.ctx.spec.storage / "system" / "apply_changes" / self.target_key)
+        return self.env.cdc_state_path(self.target_key)
 
     def _record(self, result: FlowResult, values: dict[str, Any], batches: int) -> None:
         quality = metrics_from_row(values, self.expectations, self._dataset_name())
@@ -418,6 +392,24 @@ class FlowExecutor:
         result.dropped_records = quality.dropped_records
         result.expectations = list(quality.expectations)
         result.batches = batches
+        for check in self.reader.views:
+            if not isinstance(check.handle, str):
+                self._view_result(check, dict(check.handle.get))
+
+    def _views_streamed(self, progresses: list[Any]) -> None:
+        """The expectation counts of the views a streaming flow read, from its micro-batches' progress."""
+        for check in self.reader.views:
+            if isinstance(check.handle, str):
+                observed = [dict(p.observedMetrics[check.handle].asDict()) for p in progresses
+                            if p.observedMetrics.get(check.handle)]
+                self._view_result(check, sum_observed(observed))
+
+    def _view_result(self, check: ViewCheck, values: dict[str, Any]) -> None:
+        quality = metrics_from_row(values, check.expectations, check.dataset)
+        self.view_results.append(FlowResult(
+            check.flow, check.dataset, DatasetKind.VIEW.value, status="COMPLETED",
+            num_input_rows=quality.input_rows, num_output_rows=quality.output_rows,
+            dropped_records=quality.dropped_records, expectations=list(quality.expectations), batches=1))
 
 
 def _counted_once(handler: Any) -> Any:
@@ -442,18 +434,6 @@ def activate_session(spark: Any) -> None:
     jvm, jsession = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
     if jvm is not None and jsession is not None:
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(jsession)
-
-
-def clear_dataset(ctx: UpdateContext, key: str) -> None:
-    """Full refresh of one dataset: its data, every checkpoint of flows into it, its Auto Loader schemas and
-    APPLY CHANGES state. Sinks keep their data (as on Databricks); only their flows' checkpoints go."""
-    spec = ctx.spec
-    paths = [spec.checkpoints_dir / key, spec.autoloader_dir / key, spec.storage / "system" / "apply_changes" / key]
-    if key in ctx.registry.datasets:
-        paths.append(Path(ctx.table_path(key)))
-    for path in paths:
-        if path.exists():
-            shutil.rmtree(path)
 
 
 def _nullable(schema: StructType) -> StructType:
@@ -483,44 +463,28 @@ def _sql_str(value: str) -> str:
     return str(value).replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _raise_violations(action: Any, flow: str, dataset: str) -> None:
-    """Run ``action``; turn a Spark failure raised by an expect_or_fail guard into ExpectationViolation."""
-    try:
-        action()
-    except Exception as exc:
-        text = exception_text(exc)
-        if VIOLATION_MARKER not in text:
-            raise
-        match = re.search(r"expectation\(s\) ('[^']+'(?:, '[^']+')*) violated by the record (\{.*?\})\. "
-                          r"Nothing was written", text, re.DOTALL)
-        names = [n.strip().strip("'") for n in match.group(1).split(",")] if match else ["?"]
-        record = match.group(2) if match else "?"
-        raise ExpectationViolation(flow, dataset, names, record) from None
-
-
-def exception_text(exc: BaseException) -> str:
-    """The messages of an exception and of its whole cause chain, including the JVM causes of a Spark error
-    (a streaming query's error message shows the failing plan, its causes show the runtime message)."""
-    texts = [str(exc)]
-    java = getattr(exc, "_origin", None)
-    for _ in range(12):
-        if java is None:
-            break
-        try:
-            texts.append(str(java.getMessage()))
-            java = java.getCause()
-        except Exception:
-            break
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and cause is not exc:
-        texts.append(exception_text(cause))
-    return "\n".join(texts)
-
-
 def timed_run(executor: FlowExecutor, result: FlowResult) -> None:
+    """Run the flow, recording its wall time in ``result`` (also when it fails)."""
     start = time.perf_counter()
     try:
         executor.run(result)
         result.status = "COMPLETED"
     finally:
         result.seconds = time.perf_counter() - start
+
+
+def discard_failed_first_write(path: str, existed: bool) -> None:
+    """After a failed flow: a table that had no commit before keeps none, and leaves no folder that looks like
+    a table (a failed first write can leave ``_delta_log/_staged_commits``, which ``CREATE TABLE ... LOCATION``
+    then refuses)."""
+    target = Path(path)
+    if has_commit(target) or not target.exists():
+        return
+    shutil.rmtree(target if not existed else target / "_delta_log", ignore_errors=True)
+
+
+def _names(router: ReadRouter, registry: Any) -> Any:
+    from framework.graph import NameResolver
+
+    spec = router.env.spec
+    return NameResolver(frozenset(registry.datasets), spec.schema, spec.catalog)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from framework.paths import PathMapper
-    from framework.runner.resolve import UpdateContext
+    from framework.runner.reads import ReadRouter
 
 _PATH_OPTIONS = {"path", "cloudfiles.schemalocation", "cloudfiles.cleansource.movedestination", "badrecordspath",
                  "checkpointlocation", "sourcearchivedir"}
@@ -47,8 +47,8 @@ class ConfProxy:
 class ReaderProxy:
     """``spark.read`` / ``spark.readStream``: collects format, options and schema, then builds the real read."""
 
-    def __init__(self, ctx: UpdateContext, streaming: bool) -> None:
-        self._ctx = ctx
+    def __init__(self, router: ReadRouter, streaming: bool) -> None:
+        self._router = router
         self._streaming = streaming
         self._format: str | None = None
         self._options: dict[str, str] = {}
@@ -72,7 +72,7 @@ class ReaderProxy:
         return self
 
     def table(self, name: str) -> DataFrame:
-        return self._ctx.current_reader().table(name, streaming=self._streaming)
+        return self._router.current().table(name, streaming=self._streaming)
 
     def load(self, path: str | list[str] | None = None, format: str | None = None, schema: Any = None,
              **options: Any) -> DataFrame:
@@ -81,19 +81,12 @@ class ReaderProxy:
         if schema is not None:
             self.schema(schema)
         self.options(**options)
-        mapped_options = {k: (self._ctx.map_path(v) if k.lower() in _PATH_OPTIONS else v)
+        env = self._router.env
+        mapped_options = {k: (env.map_path(v) if k.lower() in _PATH_OPTIONS else v)
                           for k, v in self._options.items()}
         if (self._format or "").lower() == "cloudfiles":
-            if not self._streaming:
-                from framework.errors import AutoLoaderError
-
-                raise AutoLoaderError("cloudFiles is a streaming source: use spark.readStream.format(\"cloudFiles\")")
-            if not isinstance(path, str):
-                from framework.errors import AutoLoaderError
-
-                raise AutoLoaderError("cloudFiles needs exactly one path: .load(\"/path/to/files\")")
-            return self._ctx.cloud_files(self._ctx.map_path(path), mapped_options, self._schema)
-        reader: Any = self._ctx.spark.readStream if self._streaming else self._ctx.spark.read
+            return self._cloud_files(path, mapped_options)
+        reader: Any = self._router.spark.readStream if self._streaming else self._router.spark.read
         if self._format:
             reader = reader.format(self._format)
         if self._schema is not None:
@@ -102,20 +95,53 @@ class ReaderProxy:
             reader = reader.options(**mapped_options)
         if path is None:
             if "path" in mapped_options:
-                self._ctx.inputs.path(mapped_options["path"])
+                self._router.file_source(mapped_options["path"], streaming=self._streaming)
             else:
-                self._ctx.inputs.unknown(f"{self._format or 'default'} source")
-            return reader.load()
+                self._router.inputs.unknown(f"{self._format or 'default'} source")
+            return self._load(reader)
         if isinstance(path, (list, tuple)):
-            paths = [self._ctx.map_path(p) for p in path]
+            paths = [env.map_path(p) for p in path]
             for local_path in paths:
-                self._ctx.inputs.path(local_path)
-            return reader.load(paths)
-        local = self._ctx.map_path(path)
-        self._ctx.inputs.path(local)
-        if self._streaming and local not in self._ctx.watched_paths:
-            self._ctx.watched_paths.append(local)
-        return reader.load(local)
+                self._router.file_source(local_path, streaming=False)
+            return self._load(reader, paths)
+        local = env.map_path(path)
+        self._router.file_source(local, streaming=self._streaming)
+        return self._load(reader, local)
+
+    def _cloud_files(self, path: Any, options: dict[str, str]) -> DataFrame:
+        from framework.errors import AutoLoaderError
+
+        if not self._streaming:
+            raise AutoLoaderError("cloudFiles is a streaming source: use spark.readStream.format(\"cloudFiles\")")
+        if not isinstance(path, str):
+            raise AutoLoaderError("cloudFiles needs exactly one path: .load(\"/path/to/files\")")
+        return self._router.cloud_files(self._router.env.map_path(path), options, self._schema)
+
+    def _load(self, reader: Any, *args: Any) -> DataFrame:
+        """``reader.load``; a connector missing from the class path (Kafka, Avro, ...) says how to add it."""
+        try:
+            return reader.load(*args)
+        except Exception as exc:
+            condition = _condition(exc)
+            if condition != "DATA_SOURCE_NOT_FOUND":
+                raise
+            from framework.errors import ConnectorMissingError
+
+            raise ConnectorMissingError(self._format or "default") from None
+
+    def __getattr__(self, name: str) -> Any:
+        """Every other reader method (``jdbc``, ``xml``, ...) is the real reader's, with the format, schema and
+        options given so far."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        reader: Any = self._router.spark.readStream if self._streaming else self._router.spark.read
+        if self._format:
+            reader = reader.format(self._format)
+        if self._schema is not None:
+            reader = reader.schema(self._schema)
+        if self._options:
+            reader = reader.options(**self._options)
+        return getattr(reader, name)
 
     def _shortcut(self, fmt: str, path: Any, options: dict[str, Any]) -> DataFrame:
         self.format(fmt)
@@ -140,6 +166,15 @@ class ReaderProxy:
         return self._shortcut("orc", path, options)
 
 
+def _condition(exc: BaseException) -> str | None:
+    """Spark's error class of a pyspark exception (its type's own accessor), or None."""
+    get = getattr(exc, "getCondition", None)
+    try:
+        return str(get()) if callable(get) and get() else None
+    except Exception:  # an exception without a JVM origin
+        return None
+
+
 def _opt(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -149,37 +184,38 @@ def _opt(value: Any) -> str:
 class SessionProxy:
     """Wraps the real SparkSession for pipeline code; everything not overridden is the real session's."""
 
-    def __init__(self, ctx: UpdateContext) -> None:
-        self._ctx = ctx
-        self.conf = ConfProxy(ctx.spark, ctx.configuration)
+    def __init__(self, router: ReadRouter) -> None:
+        self._router = router
+        self.conf = ConfProxy(router.spark, router.env.configuration)
 
     @property
     def read(self) -> ReaderProxy:
-        return ReaderProxy(self._ctx, streaming=False)
+        return ReaderProxy(self._router, streaming=False)
 
     @property
     def readStream(self) -> ReaderProxy:
-        return ReaderProxy(self._ctx, streaming=True)
+        return ReaderProxy(self._router, streaming=True)
 
     def table(self, name: str) -> DataFrame:
-        return self._ctx.current_reader().table(name, streaming=False)
+        return self._router.current().table(name, streaming=False)
 
     def sql(self, query: str, *args: Any, **kwargs: Any) -> DataFrame:
         """SQL with ``LIVE.name`` references resolved to the pipeline's datasets."""
-        reader = self._ctx.current_reader_or_none()
+        reader = self._router.current_or_none()
         if reader is not None:
             def replace(match: re.Match[str]) -> str:
                 return reader.sql_reference(match.group(1))
 
             query = _LIVE_REF.sub(replace, query)
         query = translate_databricks_sql(query)
-        for name in _relations(self._ctx.spark, query):
+        spark = self._router.spark
+        for name in _relations(spark, query):
             if not name.startswith("__live_"):
-                self._ctx.inputs.unknown(f"table {name} (SQL)")
-        return self._ctx.spark.sql(query, *args, **kwargs)
+                self._router.inputs.unknown(f"table {name} (SQL)")
+        return spark.sql(query, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx.spark, name)
+        return getattr(self._router.spark, name)
 
 
 def _relations(spark: SparkSession, query: str) -> list[str]:

@@ -21,15 +21,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from framework.settings import SmallUpdates
+
 _MAX_ENTRIES = 200_000  # directory entries visited before an input counts as large, whatever its bytes
-
-
-@dataclass(frozen=True)
-class SmallUpdates:
-    """``small_updates`` of ``conf/spark.yaml``: the input-size limit and the Spark settings below it."""
-
-    max_input_bytes: int = 0  # 0: never
-    spark_conf: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

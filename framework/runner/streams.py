@@ -66,3 +66,22 @@ def start_query(df: DataFrame, start: Callable[[], Any]) -> Any:
             with session_conf(spark, {NO_DATA_BATCHES: "false"}):
                 return start()
         return start()
+
+
+def output_mode(df: DataFrame) -> str:
+    """The output mode DLT picks for a streaming table's query, from its analysed plan: ``complete`` when the
+    query aggregates the stream without an event-time watermark (Spark allows no other mode for it), ``append``
+    otherwise."""
+    plan = df._jdf.queryExecution().analyzed()
+    streaming_aggregate = False
+    watermark = False
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if node.isStreaming():
+            name = node.nodeName()
+            streaming_aggregate = streaming_aggregate or name == "Aggregate"
+            watermark = watermark or name == "EventTimeWatermark"
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return "complete" if streaming_aggregate and not watermark else "append"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from framework.redaction import redact
+from framework.runner.progress import describe
+
 if TYPE_CHECKING:
-    from framework.runner.update import UpdateResult
+    from framework.runner.results import UpdateResult
     from framework.spec import PipelineSpec
 
 
@@ -33,7 +36,7 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
             lines.append(f"    expect {e.name} [{e.action}]: {e.passed_records} passed, {e.failed_records} failed "
                          f"({rate:.1f}% pass){flag}")
         if f.error is not None:
-            lines.append(f"    error: {str(f.error).strip().splitlines()[0][:400]}")
+            lines.append(f"    error: {describe(f.error)[:400]}")
     if result.error is not None:
         lines.append(f"error: {result.error}")
     lines.append("")
@@ -45,4 +48,5 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
 
 
 def print_summary(spec: PipelineSpec, result: UpdateResult, out: TextIO) -> None:
-    print(format_summary(spec, result), file=out, flush=True)
+    """Print the summary, with every secret read by the pipeline redacted."""
+    print(redact(format_summary(spec, result)), file=out, flush=True)

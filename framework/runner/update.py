@@ -1,33 +1,36 @@
-"""One triggered pipeline update: load, resolve, run every selected flow in dependency order, record the
-event log, publish tables to the local catalog, print a summary."""
+"""One triggered pipeline update, start to end: lock the storage, load the libraries, resolve and validate,
+run the selected flows, publish the tables, close the event log, print the summary.
+
+Each step lives in its own module (``resolve``, ``refresh``, ``execute``, ``catalog``, ``progress``); this
+one only puts them in order and makes sure every update ends the same way, failed or not: the event log says
+how it ended and why, and the summary is printed.
+"""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from framework.dbutils import LocalDbutils
 from framework.declarations import DatasetKind
-from framework.errors import ConcurrentUpdateError, GraphError, PipelineError, UpdateError
+from framework.errors import GraphError, PipelineError, UpdateError
 from framework.events import EventLog
-from framework.graph import PipelineGraph
 from framework.loader import load_pipeline, pipeline_environment
-from framework.paths import PathMapper
-from framework.registry import normalize_name
-from framework.runner.flows import FlowExecutor, FlowResult, clear_dataset, exception_text, timed_run
+from framework.runner.catalog import CatalogPublisher, PublishedTable
+from framework.runner.environment import UpdateEnvironment
+from framework.runner.execute import Execution, flow_events
+from framework.runner.lock import update_lock
+from framework.runner.progress import ConsoleListener, EventLogListener, Listeners, ProgressListener
 from framework.runner.proxy import SessionProxy, mapped_writer_paths
-from framework.runner.resolve import UpdateContext, flow_kind_label, local_table_name
+from framework.runner.reads import ReadRouter
+from framework.runner.refresh import clear_dataset, refresh_targets, select_flows
+from framework.runner.resolve import Resolution, Resolver
+from framework.runner.results import FlowResult, UpdateResult
 from framework.runner.session import get_or_create_session, session_conf
 from framework.runner.sizing import small_update_reason
 from framework.runner.summary import print_summary
@@ -36,13 +39,14 @@ from framework.settings import load_local_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from framework.graph import PipelineGraph
     from framework.spec import PipelineSpec
-
-RETRYABLE_MARKERS = ("automatic retry: true",)  # Auto Loader's addNewColumns stop (schema already widened)
 
 
 @dataclass(frozen=True)
 class UpdateOptions:
+    """How to run an update (the ``medallion run`` flags)."""
+
     full_refresh: bool = False
     full_refresh_selection: tuple[str, ...] | None = None
     refresh_selection: tuple[str, ...] | None = None
@@ -51,401 +55,147 @@ class UpdateOptions:
     out: TextIO | None = None  # progress and summary (default stderr / stdout); None for default
 
 
-@dataclass
-class UpdateResult:
-    update_id: str
-    succeeded: bool
-    flows: list[FlowResult]
-    seconds: float
-    storage: Path
-    event_log: Path
-    report: Path | None = None
-    error: BaseException | None = None
-    kinds: dict[str, str] = field(default_factory=dict)
-    small_update: str | None = None  # why the small_updates settings applied (conf/spark.yaml); None if not
-
-    def flow(self, name: str) -> FlowResult:
-        return next(f for f in self.flows if f.flow.lower() == name.lower())
-
-
-@contextmanager
-def update_lock(storage: Path, update_id: str) -> Iterator[None]:
-    """One update at a time per storage root: a second one fails fast. The OS releases the lock if the
-    process dies, so a killed update never blocks the next one."""
-    lock_path = storage / "system" / "update.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole update
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise ConcurrentUpdateError(
-            f"another update is running on {storage} ({holder}); wait for it to finish or stop it") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"update {update_id}, pid {os.getpid()}, started {datetime.now(UTC).isoformat()}")
-    handle.flush()
-    try:
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
-
-
-def prepare_context(spec: PipelineSpec, spark: SparkSession, update_id: str) -> UpdateContext:
-    configuration = dict(spec.configuration)
-    configuration.setdefault("pipelines.id", spec.pipeline_id)
-    configuration["pipelines.updateId"] = update_id
-    ctx = UpdateContext(spark=spark, spec=spec, configuration=configuration,
-                        mapper=PathMapper.from_spec(spec.paths, spec.root))
-    ctx.update_time = datetime.now(UTC).replace(tzinfo=None)  # type: ignore[attr-defined]
-    return ctx
-
-
-def resolve_pipeline(spec: PipelineSpec, spark: SparkSession | None = None
-                     ) -> tuple[UpdateContext, PipelineGraph]:
-    """Load and resolve every query with Spark (no data is read or written); validate the graph."""
-    spark = spark or get_or_create_session()
-    ctx = prepare_context(spec, spark, "validate")
-    proxy = SessionProxy(ctx)
-    dbutils = LocalDbutils(ctx.mapper, spec.configuration, spec.root / ".secrets.env")
-    ctx.loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
-    with pipeline_environment(proxy, dbutils):
-        graph = ctx.resolve()
-    check_rule_files(ctx, graph)
-    return ctx, graph
-
-
-def check_rule_files(ctx: UpdateContext, graph: PipelineGraph) -> None:
-    """Validate every dataset's rule file (``expectations/<dataset>.yml``) against the schema the rules are
-    applied to (the dataset's query output): unknown columns, bad SQL, types — all problems at once."""
-    from framework.errors import Problem, RuleFileError
-    from framework.quality.rules import find_rule_file, validate_rules
-
-    problems: list[Problem] = []
-    for key, dataset in graph.registry.datasets.items():
-        df = ctx.stand_ins.get(key)
-        if df is None or not dataset.expectations:
-            continue
-        try:
-            path = find_rule_file(dataset.name)
-        except PipelineError:
-            continue
-        try:
-            validate_rules(path, schema=df.schema, spark=ctx.spark)
-        except RuleFileError as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise RuleFileError("the pipeline's rule files", problems)
-
-
-def validate_with_spark(spec: PipelineSpec, spark: SparkSession | None = None) -> PipelineGraph:
-    """Dry run (``medallion validate``): see :func:`resolve_pipeline`."""
-    return resolve_pipeline(spec, spark)[1]
-
-
 def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
                spark: SparkSession | None = None) -> UpdateResult:
-    """Run one triggered update of ``spec``; never raises for flow failures (see ``UpdateResult``)."""
+    """Run one triggered update of ``spec``.
+
+    Returns the result for every failure in pipeline code or data (``succeeded`` False, ``error`` or the
+    flows' ``error`` set). Raises only when the update could not start: another update holds the storage
+    (:class:`~framework.errors.ConcurrentUpdateError`, before the JVM starts) or the environment is incomplete
+    (:class:`~framework.errors.EnvironmentSetupError`)."""
     options = options or UpdateOptions()
-    out = options.out or sys.stderr
     started = time.perf_counter()
     update_id = str(uuid.uuid4())
-    spark = spark or get_or_create_session()
-    spec.storage.mkdir(parents=True, exist_ok=True)
-    events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
     result = UpdateResult(update_id, False, [], 0.0, spec.storage, spec.events_dir)
+    spec.storage.mkdir(parents=True, exist_ok=True)
     with update_lock(spec.storage, update_id):
-        ctx = prepare_context(spec, spark, update_id)
-        for key, value in spec.spark_conf.items():
-            spark.conf.set(key, value)
-        restore = ExitStack()  # the session's own pipelines.updateId comes back when the update ends
-        restore.enter_context(session_conf(spark, {"pipelines.updateId": update_id}))
-        proxy = SessionProxy(ctx)
-        try:
-            events.emit("create_update", f"Update {update_id[:8]} started.", details={
-                "cause": "USER_ACTION", "full_refresh": options.full_refresh,
-                "full_refresh_selection": list(options.full_refresh_selection or []),
-                "refresh_selection": list(options.refresh_selection or []),
-                "config": dict(spec.configuration), "development": spec.development})
-            events.emit("update_progress", "Update is INITIALIZING.", details={"state": "INITIALIZING"})
-            print(f"[{spec.name}] update {update_id[:8]}: loading {len(spec.libraries)} libraries", file=out)
-            dbutils = LocalDbutils(ctx.mapper, spec.configuration, spec.root / ".secrets.env")
-            loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
-            ctx.loaded = loaded
-            events.hooks.extend(h.function for h in loaded.registry.event_hooks)
-            with pipeline_environment(proxy, dbutils), mapped_writer_paths(ctx.mapper):
-                graph = ctx.resolve()
-                for key in graph.order:
-                    flow = graph.registry.flows[key]
-                    events.emit("flow_definition", f"Flow '{flow.name}' is defined as "
-                                f"{flow_kind_label(flow, graph.kinds).upper()}.",
-                                flow_name=flow.name, dataset_name=flow.target, details={
-                                    "output_dataset": flow.target, "input_datasets": graph.inputs[key],
-                                    "external_inputs": graph.external[key], "flow_type": flow.kind.value,
-                                    "explain_text": None, "once": flow.once})
-                events.emit("update_progress", "Update is RUNNING.", details={"state": "RUNNING"})
-                selected = _selection(graph, options)
-                _full_refresh(ctx, graph, options, selected)
-                small = load_local_settings().small_updates
-                tables = {spec.tables_dir, *(Path(ctx.table_path(k)) for k, d in graph.registry.datasets.items()
-                                             if d.path)}
-                result.small_update = small_update_reason(ctx.inputs, sorted(tables), small)
-                # the spec's own spark_conf wins over the small-update settings
-                small_conf = {k: v for k, v in small.spark_conf.items() if k not in spec.spark_conf}
-                if result.small_update is not None:
-                    print(f"  small update ({result.small_update}): {', '.join(sorted(small_conf))} "
-                          "set for its flows", file=out)
-                with session_conf(spark, small_conf if result.small_update else {}):
-                    result.flows = _execute(ctx, graph, selected, events, options, out)
-                _register_tables(ctx, graph, only_existing=True)
-            result.kinds = {k: v.value for k, v in graph.kinds.items()}
-            failed = [f for f in result.flows if f.status == "FAILED"]
-            result.succeeded = not failed
-            state = "COMPLETED" if not failed else "FAILED"
-            events.emit("update_progress", f"Update {update_id[:8]} is {state}.",
-                        level="INFO" if not failed else "ERROR", details={"state": state})
-        except PipelineError as exc:
-            result.error = exc
-            events.emit("update_progress", f"Update {update_id[:8]} is FAILED.", level="ERROR", error=exc,
-                        details={"state": "FAILED"})
-            print(f"error: {exc}", file=out)
-        finally:
-            restore.close()
-            result.seconds = time.perf_counter() - started
-            try:
-                events.flush(spark)
-            except Exception as exc:
-                print(f"warning: could not write the event log: {exc}", file=out)
+        env = UpdateEnvironment.create(spec, spark or get_or_create_session(), update_id)
+        events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
+        listener = Listeners(EventLogListener(events, update_id),
+                             ConsoleListener(spec.name, update_id, options.out or sys.stderr))
+        _run_logged(env, options, events, listener, result)
+        result.seconds = time.perf_counter() - started
     if options.write_report and result.flows:
-        result.report = _write_report(spec, update_id, out)
+        result.report = _write_report(spec, update_id, options.out or sys.stderr)
     print_summary(spec, result, out=options.out or sys.stdout)
     return result
 
 
-def _selection(graph: PipelineGraph, options: UpdateOptions) -> set[str]:
-    """Flow keys to run: all, or those writing the selected datasets."""
-    names = set(options.refresh_selection or ()) | set(options.full_refresh_selection or ())
-    if not names:
-        return set(graph.order)
-    unknown = [n for n in names if normalize_name(n) not in graph.registry.datasets
-               and normalize_name(n) not in graph.registry.sinks]
-    if unknown:
-        hints = "".join(graph.registry.did_you_mean(n) for n in unknown)
-        raise UpdateError(f"unknown dataset(s) in the selection: {', '.join(unknown)}.{hints}",
-                          code="UNKNOWN_SELECTION")
-    wanted = {normalize_name(n) for n in names}
-    return {k for k in graph.order if normalize_name(graph.registry.flows[k].target) in wanted}
+def _run_logged(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, listener: ProgressListener,
+                result: UpdateResult) -> None:
+    """Run the update with the event log open; whatever happens, the log ends with the update's state."""
+    spark = env.spark
+    events.start_writer(spark)
+    with ExitStack() as restore:  # the session's own settings come back when the update ends
+        for key, value in env.spec.spark_conf.items():
+            spark.conf.set(key, value)
+        restore.enter_context(session_conf(spark, {"pipelines.updateId": env.update_id}))
+        try:
+            _run(env, options, events, listener, result)
+        except PipelineError as exc:
+            result.error = exc
+        except Exception as exc:  # pipeline code failed outside a flow: reported, never raised
+            result.error = UpdateError(f"the update failed: {type(exc).__name__}: {exc}", code="UPDATE_FAILED")
+            result.error.__cause__ = exc
+        failed = result.error is not None or any(f.status == "FAILED" for f in result.flows)
+        result.succeeded = not failed
+        listener.update_finished("FAILED" if failed else "COMPLETED", result.error)
+    try:
+        events.close(spark)
+    except Exception as exc:  # the update's outcome stands; the log's trouble is reported
+        print(f"warning: could not write the event log: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr)
 
 
-def _full_refresh(ctx: UpdateContext, graph: PipelineGraph, options: UpdateOptions, selected: set[str]) -> None:
-    if options.full_refresh:
-        targets = {normalize_name(graph.registry.flows[k].target) for k in selected}
-    else:
-        targets = {normalize_name(n) for n in options.full_refresh_selection or ()}
-    if targets:
-        ctx.forget_resolved_sources()
+def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, listener: ProgressListener,
+         result: UpdateResult) -> None:
+    spec = env.spec
+    listener.update_started(len(spec.libraries), {
+        "cause": "USER_ACTION", "full_refresh": options.full_refresh,
+        "full_refresh_selection": list(options.full_refresh_selection or []),
+        "refresh_selection": list(options.refresh_selection or []),
+        "config": dict(spec.configuration), "development": spec.development})
+    router = ReadRouter(env)
+    proxy = SessionProxy(router)
+    dbutils = LocalDbutils(env.mapper, spec.configuration, spec.root / ".secrets.env")
+    loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
+    events.hooks.extend(h.function for h in loaded.registry.event_hooks)
+    with pipeline_environment(proxy, dbutils), mapped_writer_paths(env.mapper):
+        resolution = Resolver(router, loaded.registry).resolve()
+        graph = resolution.graph
+        result.kinds = {k: v.value for k, v in graph.kinds.items()}
+        listener.graph_ready(graph, list(flow_events(graph).values()))
+        selected = select_flows(graph, [*(options.refresh_selection or ()),
+                                        *(options.full_refresh_selection or ())])
+        cleared = _full_refresh(env, graph, options, selected)
+        with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
+            result.flows = Execution(router, graph, selected, listener, max_concurrent=options.max_concurrent_flows,
+                                     prebuilt=resolution.reusable_sources(cleared)).run()
+        publish_tables(env, graph)
+
+
+def _full_refresh(env: UpdateEnvironment, graph: PipelineGraph, options: UpdateOptions,
+                  selected: set[str]) -> set[str]:
+    targets = refresh_targets(graph, selected, full_refresh=options.full_refresh,
+                              full_refresh_selection=options.full_refresh_selection or ())
     for key in targets:
-        clear_dataset(ctx, key)
+        clear_dataset(env, graph.registry, key)
+    return targets
 
 
-_REGISTERED: dict[tuple[int, str], str] = {}  # (session id, table) -> location registered by this process
-
-
-def _register_tables(ctx: UpdateContext, graph: PipelineGraph, *, only_existing: bool) -> None:
-    """Publish the pipeline's tables to the local catalog as ``<schema>.<name>`` (cheap when already done)."""
-    spark = ctx.spark
-    schema = ctx.spec.schema
-    session = id(spark)
-    for key, dataset in graph.registry.datasets.items():
-        if graph.kinds[key] is DatasetKind.VIEW or dataset.private:
-            continue
-        path = ctx.table_path(key)
-        table = local_table_name(f"{schema}.{dataset.name}")
-        if _REGISTERED.get((session, table)) == path:
-            continue
-        if only_existing and not (Path(path) / "_delta_log").exists():
-            continue
-        if (session, f"schema:{schema}") not in _REGISTERED:
-            spark.sql(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
-            _REGISTERED[(session, f"schema:{schema}")] = schema
-        if spark.catalog.tableExists(f"{schema}.{dataset.name}"):
-            current = _location(spark, table)
-            if current is None or not current.rstrip("/").endswith(path.rstrip("/")):
-                spark.sql(f"DROP TABLE IF EXISTS {table}")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {table} USING DELTA LOCATION '{path}'")
-        _REGISTERED[(session, table)] = path
-
-
-def _location(spark: SparkSession, table: str) -> str | None:
-    try:
-        rows = spark.sql(f"DESCRIBE DETAIL {table}").select("location").collect()
-        return str(rows[0][0]) if rows else None
-    except Exception:
-        return None
-
-
-def _execute(ctx: UpdateContext, graph: PipelineGraph, selected: set[str], events: EventLog,
-             options: UpdateOptions, out: TextIO) -> list[FlowResult]:
-    """Run the selected flows, independent ones concurrently; a failed flow skips its dependants."""
+def _small_update(env: UpdateEnvironment, router: ReadRouter, graph: PipelineGraph, listener: ProgressListener,
+                  result: UpdateResult) -> dict[str, str]:
+    """The small-update Spark settings when the update's inputs are small (see ``sizing.py``), else none."""
+    spec = env.spec
+    small = load_local_settings().small_updates
     registry = graph.registry
-    results: dict[str, FlowResult] = {}
-    writers: dict[str, list[str]] = {}
-    for key in graph.order:
-        writers.setdefault(normalize_name(registry.flows[key].target), []).append(key)
-    deps = {key: {w for d in _through_views(graph, graph.inputs[key]) for w in writers.get(d, [])
-                  if w != key and w in selected} for key in graph.order}
-    for key in graph.order:
-        flow = registry.flows[key]
-        results[key] = FlowResult(flow.name, flow.target, flow_kind_label(flow, graph.kinds))
-        if key not in selected:
-            results[key].status = "EXCLUDED"
-            events.emit("flow_progress", f"Flow '{flow.name}' is EXCLUDED.", flow_name=flow.name,
-                        dataset_name=flow.target, details={"status": "EXCLUDED"})
-        elif graph.kinds.get(normalize_name(flow.target)) is DatasetKind.VIEW:
-            results[key].status = "COMPLETED"  # views are computed where they are read
-    pending = [k for k in graph.order if results[k].status == "QUEUED"]
-    lock = threading.Lock()
-    total = len(pending)
-    done_count = 0
-
-    def run_one(key: str) -> None:
-        flow = registry.flows[key]
-        result = results[key]
-        result.status = "RUNNING"
-        events.emit("flow_progress", f"Flow '{flow.name}' is RUNNING.", flow_name=flow.name,
-                    dataset_name=flow.target, details={"status": "RUNNING"})
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                ctx.cloud_sources.pop(key, None)
-                executor = FlowExecutor(ctx, graph, key)
-                timed_run(executor, result)
-                _clean_sources(ctx, key)
-                return
-            except Exception as exc:
-                translated = _translate(exc)
-                if attempt == 1 and any(m in exception_text(translated) for m in RETRYABLE_MARKERS):
-                    print(f"  {flow.name}: {_short(translated)[:300]}; retrying with the new schema", file=out)
-                    events.emit("flow_progress", f"Flow '{flow.name}' is RETRYING after a schema change.",
-                                level="WARN", flow_name=flow.name, dataset_name=flow.target,
-                                details={"status": "RETRYING"}, error=exc)
-                    result.attempts = 2
-                    continue
-                if translated is not exc:
-                    raise translated from exc
-                raise
-
-    def finish(key: str, error: BaseException | None) -> None:
-        nonlocal done_count
-        flow = registry.flows[key]
-        result = results[key]
-        with lock:
-            done_count += 1
-            position = done_count
-        if error is None:
-            details: dict[str, Any] = {"status": "COMPLETED", "metrics": result.metrics()}
-            quality = result.data_quality()
-            if quality is not None:
-                details["data_quality"] = quality
-            events.emit("flow_progress", f"Flow '{flow.name}' has COMPLETED.", level="METRICS"
-                        if quality else "INFO", flow_name=flow.name, dataset_name=flow.target, details=details)
-            rows = result.num_output_rows if result.num_output_rows is not None else result.num_upserted_rows
-            extra = f", {result.dropped_records} dropped" if result.dropped_records else ""
-            print(f"  [{position}/{total}] {flow.name:28s} COMPLETED  {rows if rows is not None else '-'} rows"
-                  f"{extra}  {result.seconds:.1f}s", file=out)
-        else:
-            result.status = "FAILED"
-            result.error = error
-            events.emit("flow_progress", f"Flow '{flow.name}' has FAILED.", level="ERROR", flow_name=flow.name,
-                        dataset_name=flow.target, error=error, details={"status": "FAILED"})
-            print(f"  [{position}/{total}] {flow.name:28s} FAILED     {_short(error)}", file=out)
-
-    def skip(key: str, because: str) -> None:
-        flow = registry.flows[key]
-        results[key].status = "SKIPPED"
-        events.emit("flow_progress", f"Flow '{flow.name}' is SKIPPED because '{because}' failed.",
-                    level="WARN", flow_name=flow.name, dataset_name=flow.target, details={"status": "SKIPPED"})
-        print(f"  {'':7s} {flow.name:28s} SKIPPED    upstream '{because}' failed", file=out)
-
-    remaining = list(pending)
-    running: dict[Future[None], str] = {}
-    with ThreadPoolExecutor(max_workers=max(1, options.max_concurrent_flows)) as pool:
-        while remaining or running:
-            for key in list(remaining):
-                failed_dep = next((d for d in deps[key] if results[d].status in ("FAILED", "SKIPPED")), None)
-                if failed_dep is not None:
-                    remaining.remove(key)
-                    skip(key, registry.flows[failed_dep].name)
-                    continue
-                if all(results[d].status in ("COMPLETED", "EXCLUDED") for d in deps[key]):
-                    remaining.remove(key)
-                    results[key].status = "STARTING"
-                    print(f"  {'':7s} {registry.flows[key].name:28s} starting", file=out)
-                    running[pool.submit(run_one, key)] = key
-            if not running:
-                break
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for future in done:
-                key = running.pop(future)
-                finish(key, future.exception())
-    return [results[k] for k in graph.order]
+    tables = {spec.tables_dir, *(Path(env.table_path(registry, k)) for k, d in registry.datasets.items() if d.path)}
+    result.small_update = small_update_reason(router.inputs, sorted(tables), small)
+    if result.small_update is None:
+        return {}
+    # the spec's own spark_conf wins over the small-update settings
+    conf = {k: v for k, v in small.spark_conf.items() if k not in spec.spark_conf}
+    listener.note(f"small update ({result.small_update}): {', '.join(sorted(conf))} set for its flows")
+    return conf
 
 
-def _translate(exc: BaseException) -> BaseException:
-    """Auto Loader errors buried in a streaming failure's JVM causes, as the framework's own errors."""
-    try:
-        from framework.autoloader import translate_stream_error
-    except ImportError:
-        return exc
-    translated = translate_stream_error(exc)
-    return translated if translated is not None else exc
+def publish_tables(env: UpdateEnvironment, graph: PipelineGraph) -> None:
+    """Publish the pipeline's tables that have a commit to the local catalog as ``<schema>.<name>``."""
+    registry = graph.registry
+    CatalogPublisher.for_session(env.spark).publish(
+        PublishedTable(env.spec.schema, dataset.name, env.table_path(registry, key))
+        for key, dataset in registry.datasets.items()
+        if graph.kinds[key] is not DatasetKind.VIEW and not dataset.private)
 
 
-def _clean_sources(ctx: UpdateContext, key: str) -> None:
-    """cleanSource (MOVE/DELETE) for the files a successful flow committed."""
-    sources = ctx.cloud_sources.pop(key, [])
-    if not sources:
-        return
-    from framework.autoloader import clean_source
-
-    for path, options, checkpoint in sources:
-        clean_source(path, options, checkpoint_location=checkpoint)
-
-
-def _through_views(graph: PipelineGraph, datasets: list[str]) -> set[str]:
-    """Views are computed inline where they are read, so a flow depends on what its views read."""
-    out: set[str] = set()
-    stack = list(datasets)
-    while stack:
-        name = stack.pop()
-        if name in out:
-            continue
-        out.add(name)
-        if graph.kinds.get(name) is DatasetKind.VIEW:
-            stack.extend(graph.upstream_datasets(name))
-    return out
+def resolve_pipeline(spec: PipelineSpec, spark: SparkSession | None = None) -> tuple[ReadRouter, Resolution]:
+    """Load and resolve every query with Spark (no data is read or written); validate the graph and every
+    expectation (rule files included). Returns the read router (what the pipeline reads) and the resolution."""
+    env = UpdateEnvironment.create(spec, spark or get_or_create_session(), "validate")
+    router = ReadRouter(env)
+    proxy = SessionProxy(router)
+    dbutils = LocalDbutils(env.mapper, spec.configuration, spec.root / ".secrets.env")
+    loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
+    with pipeline_environment(proxy, dbutils):
+        resolution = Resolver(router, loaded.registry).resolve()
+    return router, resolution
 
 
-def _short(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
+def validate_with_spark(spec: PipelineSpec, spark: SparkSession | None = None) -> PipelineGraph:
+    """Dry run (``medallion validate``): see :func:`resolve_pipeline`."""
+    return resolve_pipeline(spec, spark)[1].graph
 
 
 def _write_report(spec: PipelineSpec, update_id: str, out: TextIO) -> Path | None:
-    try:
-        from framework.runner.reporting import write_reports
-    except ImportError:
-        return None
+    from framework.runner.reporting import write_reports
+
     try:
         paths = write_reports(spec, update_id=update_id)
-    except Exception as exc:
-        print(f"warning: the data-quality report could not be written: {_short(exc)}", file=out)
+    except Exception as exc:  # the update's outcome stands; the report's trouble is reported
+        print(f"warning: the data-quality report could not be written: {type(exc).__name__}: {str(exc)[:300]}",
+              file=out)
         return None
     return next((p for p in paths if p.suffix == ".html"), None)
 
 
-__all__ = ["GraphError", "UpdateOptions", "UpdateResult", "run_update", "validate_with_spark"]
+__all__ = ["FlowResult", "GraphError", "UpdateOptions", "UpdateResult", "resolve_pipeline", "run_update",
+           "update_lock", "validate_with_spark"]

@@ -16,8 +16,8 @@ def watch_spec(spec: PipelineSpec, debounce_s: float = 2.0, stop: threading.Even
     """Run one update now, then one per debounced burst of new files, one at a time, until interrupted."""
     from framework.autoloader.watch import watch
 
-    ctx, _graph = resolve_pipeline(spec)
-    paths = list(ctx.watched_paths)
+    router, _resolution = resolve_pipeline(spec)
+    paths = list(router.watched_paths)
     if not paths:
         print(f"'{spec.name}' reads no file sources: nothing to watch", file=sys.stderr)
         return 2

@@ -10,8 +10,6 @@ Two granularities:
 - modules, within each subpackage (its ``__init__.py`` is the node named like the package).
 
 A failure lists every cycle: each strongly connected component, with every import that closes it (file:line).
-Cycles through ``framework/runner/`` or ``framework/__init__.py`` are being removed separately (issue 22, the
-runner part), so they are checked by their own non-strict ``xfail`` tests; every other cycle fails the build.
 """
 
 from __future__ import annotations
@@ -21,12 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2] / "framework"
 PACKAGE = "framework"
-# Nodes whose cycles another change removes (issue 22: the runner and the package root).
-EXEMPT_PACKAGE_NODES = frozenset({"framework", "framework.runner"})
 
 
 @dataclass(frozen=True)
@@ -200,32 +194,15 @@ def test_cycle_finder_reports_every_component() -> None:
     assert cycles(imports, lambda m: m, skip=frozenset({"framework.a", "framework.d"})) == []
 
 
-def test_no_package_cycles_outside_the_runner_and_the_root() -> None:
-    report = cycles(all_imports(), package_node, skip=EXEMPT_PACKAGE_NODES)
-    assert not report, "import cycles between framework's packages:\n" + "\n".join(report)
-
-
-def test_no_module_cycles_inside_a_package_other_than_the_runner() -> None:
-    imports = all_imports()
-    report = []
-    for package in subpackages():
-        if package in EXEMPT_PACKAGE_NODES:
-            continue
-        inside = [i for i in imports if package_node(i.source) == package and package_node(i.target) == package]
-        report += cycles(inside, lambda m: m)
-    assert not report, "import cycles between modules of one package:\n" + "\n".join(report)
-
-
-@pytest.mark.xfail(strict=False, reason="issue 22: the runner and framework/__init__.py cycles are being removed")
-def test_no_package_cycles_at_all() -> None:
+def test_no_package_cycles() -> None:
     report = cycles(all_imports(), package_node)
     assert not report, "import cycles between framework's packages:\n" + "\n".join(report)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 22: the runner's module cycles are being removed")
-def test_no_module_cycles_inside_the_runner() -> None:
+def test_no_module_cycles_inside_a_package() -> None:
     imports = all_imports()
-    inside = [i for i in imports
-              if package_node(i.source) == "framework.runner" and package_node(i.target) == "framework.runner"]
-    report = cycles(inside, lambda m: m)
-    assert not report, "import cycles between modules of framework.runner:\n" + "\n".join(report)
+    report = []
+    for package in subpackages():
+        inside = [i for i in imports if package_node(i.source) == package and package_node(i.target) == package]
+        report += cycles(inside, lambda m: m)
+    assert not report, "import cycles between modules of one package:\n" + "\n".join(report)

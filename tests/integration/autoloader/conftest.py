@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from framework.autoloader import load_cloud_files, translate_stream_error
 from framework.errors import PipelineError, UnknownFieldError
+from framework.failures import HandlerErrors
 
 pytestmark = pytest.mark.spark
 
@@ -81,6 +82,7 @@ class Flow:
             df = transform(df)
         self.columns = df.columns
         writer = df.writeStream.option("checkpointLocation", str(self.checkpoint)).trigger(availableNow=True)
+        errors = HandlerErrors()  # a handler's own exception, which Spark returns to the driver as text only
         if delta:
             query = writer.format("delta").start(str(self.table))
         elif on_batch is None:
@@ -88,7 +90,7 @@ class Flow:
                 self.batches.append(batch_id)
                 self.collected[batch_id] = b.collect()
 
-            query = writer.foreachBatch(collect).start()
+            query = writer.foreachBatch(errors.wrap(collect)).start()
         else:
             app_id = "bronze-" + str(self.root)
             table = str(self.table)
@@ -99,11 +101,11 @@ class Flow:
                  .option("txnVersion", batch_id).save(table))
                 on_batch(b, batch_id)
 
-            query = writer.foreachBatch(batch).start()
+            query = writer.foreachBatch(errors.wrap(batch)).start()
         try:
             query.awaitTermination()
         except Exception as exc:
-            translated = translate_stream_error(exc)
+            translated = translate_stream_error(errors.first or exc)
             if translated is not None:
                 raise translated from exc
             raise

@@ -38,11 +38,10 @@ def test_track_history_and_ignore_null_lists() -> None:
     assert every.ignore_nulls == ("name",)
 
 
+# Both of a list and its except list are refused once, at declaration (tests/unit/test_declaration_errors.py).
 @pytest.mark.parametrize("spec", [
     ApplyChanges("s", ("nope",), "seq"),
-    ApplyChanges("s", ("id",), "seq", column_list=("name",), except_column_list=("op",)),
     ApplyChanges("s", ("id",), "seq", except_column_list=("missing",)),
-    ApplyChanges("s", ("id",), "seq", track_history_column_list=("name",), track_history_except_column_list=("x",)),
 ])
 def test_invalid_column_arguments(spec: ApplyChanges) -> None:
     with pytest.raises(CdcError) as error:

@@ -79,10 +79,17 @@ public class NoForkLocalFileSystem extends LocalFileSystem {
   /** A file logged for a streaming micro-batch that disappeared before the batch read it. */
   public static class MissingBatchFileException extends RuntimeException {
     private static final long serialVersionUID = 1L;
+    private final String path;
 
     MissingBatchFileException(String path, FileNotFoundException cause) {
       super("File " + path + " does not exist (FileNotFoundException): it was listed for this streaming micro-batch "
           + "and disappeared before the batch read it", cause);
+      this.path = path;
+    }
+
+    /** The file that disappeared (read by the framework's error classification, framework/autoloader/api.py). */
+    public String getPath() {
+      return path;
     }
   }
 

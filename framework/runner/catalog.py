@@ -1,0 +1,79 @@
+"""Publishing the pipeline's tables to the local catalog as ``<schema>.<name>``, so that
+``spark.read.table("<schema>.<name>")`` works after an update, as on Databricks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from framework.runner.delta_log import has_commit
+from framework.runner.reads import local_table_name, quote_identifier
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal (single quotes, with quotes and backslashes escaped)."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class PublishedTable:
+    """A table to publish: ``schema.name`` at ``path``."""
+
+    schema: str
+    name: str
+    path: str
+
+
+@dataclass
+class CatalogPublisher:
+    """Registers tables in one session's catalog. Remembers what it registered, so that publishing the same
+    tables again (every update of a warm session) costs nothing."""
+
+    spark: SparkSession
+    _registered: dict[str, str] = field(default_factory=dict)  # quoted table name -> location
+    _schemas: set[str] = field(default_factory=set)
+
+    @classmethod
+    def for_session(cls, spark: SparkSession) -> CatalogPublisher:
+        """The publisher of ``spark`` (one per session: it lives on the session object)."""
+        publisher = getattr(spark, "_medallion_catalog", None)
+        if not isinstance(publisher, cls):
+            publisher = cls(spark)
+            spark._medallion_catalog = publisher  # type: ignore[attr-defined]
+        return publisher
+
+    def publish(self, tables: Iterable[PublishedTable]) -> None:
+        """Register every table that has a commit (a table whose first write failed has none: skipped)."""
+        for table in tables:
+            if not has_commit(table.path):
+                continue
+            self._publish(table)
+
+    def _publish(self, table: PublishedTable) -> None:
+        name = local_table_name(f"{quote_identifier(table.schema)}.{quote_identifier(table.name)}")
+        if self._registered.get(name) == table.path:
+            return
+        if table.schema not in self._schemas:
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(table.schema)}")
+            self._schemas.add(table.schema)
+        if self.spark.catalog.tableExists(table.name, table.schema):
+            current = self._location(name)
+            if current is None or Path(current.removeprefix("file:")).resolve() != Path(table.path).resolve():
+                self.spark.sql(f"DROP TABLE IF EXISTS {name}")
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING DELTA LOCATION {sql_string(table.path)}")
+        self._registered[name] = table.path
+
+    def _location(self, name: str) -> str | None:
+        """Where the registered table points, or None when that location no longer holds a table."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            rows = self.spark.sql(f"DESCRIBE DETAIL {name}").select("location").collect()
+        except AnalysisException:
+            return None
+        return str(rows[0][0]) if rows else None

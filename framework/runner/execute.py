@@ -1,0 +1,206 @@
+"""Running the selected flows of an update: independent flows at the same time, a failed flow's dependants
+skipped, a flow retried once when Auto Loader widened its schema. The scheduler decides, the listener tells,
+the flow executor writes; this module only connects them."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from framework.declarations import DatasetKind
+from framework.errors import FlowError
+from framework.failures import classify
+from framework.quality.engine import ExpectationResult
+from framework.registry import normalize_name
+from framework.runner.flows import FlowExecutor, discard_failed_first_write, timed_run
+from framework.runner.progress import FlowEvent, ProgressListener
+from framework.runner.resolve import flow_kind_label
+from framework.runner.results import FlowResult
+from framework.runner.scheduler import COMPLETED, EXCLUDED, Scheduler
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from framework.graph import PipelineGraph
+    from framework.runner.reads import ReadRouter, SourceKey
+
+
+@dataclass
+class _Outcome:
+    """How one flow's run ended: ``error`` is the classified failure, or None."""
+
+    key: str
+    error: BaseException | None
+    view_results: list[FlowResult]
+
+
+class Execution:
+    """One update's flow runs. ``prebuilt``: Auto Loader sources the resolution built that are still valid."""
+
+    def __init__(self, router: ReadRouter, graph: PipelineGraph, selected: set[str], listener: ProgressListener,
+                 *, max_concurrent: int = 4, prebuilt: dict[SourceKey, DataFrame] | None = None) -> None:
+        self.router = router
+        self.graph = graph
+        self.listener = listener
+        self.max_concurrent = max(1, max_concurrent)
+        self.prebuilt = dict(prebuilt or {})
+        self.events = flow_events(graph)
+        self.results = {key: FlowResult(e.name, e.target, e.kind) for key, e in self.events.items()}
+        initial = {key: EXCLUDED for key in graph.order if key not in selected}
+        initial.update({key: COMPLETED for key in selected if self._is_view(key)})
+        self.scheduler = Scheduler(graph.order, flow_dependencies(graph, selected), initial)
+
+    def _is_view(self, key: str) -> bool:
+        return self.graph.kinds.get(normalize_name(self.graph.registry.flows[key].target)) is DatasetKind.VIEW
+
+    def run(self) -> list[FlowResult]:
+        """Run every selected flow; return every flow's result, in graph order."""
+        for key, status in self.scheduler.status.items():
+            self.results[key].status = status
+            if status == EXCLUDED:
+                self.listener.flow_excluded(self.events[key])
+        total = self.scheduler.pending
+        position = 0
+        running: dict[Future[_Outcome], str] = {}
+        with ThreadPoolExecutor(max_workers=self.max_concurrent) as pool:
+            while True:
+                for key, upstream in self.scheduler.skippable():
+                    self.results[key].status = "SKIPPED"
+                    self.listener.flow_skipped(self.events[key], self.events[upstream].name)
+                for key in self.scheduler.ready():
+                    self.results[key].status = "RUNNING"
+                    self.listener.flow_starting(self.events[key])
+                    running[pool.submit(self._run_flow, key)] = key
+                if not running:
+                    break
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in done:
+                    running.pop(future)
+                    position += 1
+                    self._finish(future.result(), position, total)
+        return [self.results[k] for k in self.graph.order]
+
+    def _run_flow(self, key: str) -> _Outcome:
+        """Run one flow (twice at most); never raises: the failure is classified and returned."""
+        result = self.results[key]
+        event = self.events[key]
+        attempt = 0
+        while True:
+            attempt += 1
+            executor = FlowExecutor(self.router, self.graph, key, self.prebuilt if attempt == 1 else {})
+            path = executor.table_path
+            existed = path is not None and Path(path).exists()
+            try:
+                timed_run(executor, result)
+            except Exception as exc:  # classified once, here
+                error = _classify(executor, exc)
+                if path is not None:
+                    discard_failed_first_write(path, existed)
+                if attempt == 1 and getattr(error, "retryable", False):
+                    result.attempts = 2
+                    self.listener.flow_retrying(event, retry_reason(error), error)
+                    continue
+                return _Outcome(key, error, [])
+            _clean_sources(executor)
+            return _Outcome(key, None, executor.view_results)
+
+    def _finish(self, outcome: _Outcome, position: int, total: int) -> None:
+        result = self.results[outcome.key]
+        event = self.events[outcome.key]
+        self.scheduler.finish(outcome.key, ok=outcome.error is None)
+        if outcome.error is None:
+            self.listener.flow_completed(event, result, position, total)
+            for view in outcome.view_results:
+                self._view_checked(view)
+            return
+        result.status = "FAILED"
+        result.error = outcome.error
+        self.listener.flow_failed(event, result, outcome.error, position, total)
+
+    def _view_checked(self, view: FlowResult) -> None:
+        """A view's expectation counts from one read: reported as the view's flow progress, and added to the
+        view's result for the summary."""
+        key = normalize_name(view.flow)
+        if key not in self.results:
+            return
+        self.listener.view_checked(self.events[key], view)
+        total = self.results[key]
+        total.num_input_rows = (total.num_input_rows or 0) + (view.num_input_rows or 0)
+        total.num_output_rows = (total.num_output_rows or 0) + (view.num_output_rows or 0)
+        total.dropped_records += view.dropped_records
+        total.expectations = _add_expectations(total.expectations, view.expectations)
+
+
+def flow_events(graph: PipelineGraph) -> dict[str, FlowEvent]:
+    """Every flow of the graph as listeners see it, in graph order."""
+    registry = graph.registry
+    return {key: FlowEvent(flow, flow_kind_label(flow, graph.kinds,
+                                                 sink=normalize_name(flow.target) in registry.sinks))
+            for key in graph.order for flow in (registry.flows[key],)}
+
+
+def retry_reason(error: BaseException) -> str:
+    """Why a flow is retried, in one line: the new columns of a widened schema."""
+    fields = getattr(error, "fields", None)
+    if fields:
+        return f"schema widened: new column(s) {', '.join(f'`{f}`' for f in fields)}"
+    return "schema widened"
+
+
+def _add_expectations(total: list[ExpectationResult], more: list[ExpectationResult]) -> list[ExpectationResult]:
+
+    by_name = {e.name: e for e in total}
+    for e in more:
+        old = by_name.get(e.name)
+        by_name[e.name] = e if old is None else ExpectationResult(
+            e.name, e.dataset, old.passed_records + e.passed_records, old.failed_records + e.failed_records,
+            e.action)
+    return list(by_name.values())
+
+
+def flow_dependencies(graph: PipelineGraph, selected: set[str]) -> dict[str, frozenset[str]]:
+    """For each flow, the selected flows that write what it reads (through views, which are computed inline)."""
+    writers: dict[str, list[str]] = {}
+    for key in graph.order:
+        writers.setdefault(normalize_name(graph.registry.flows[key].target), []).append(key)
+    return {key: frozenset(w for d in _through_views(graph, graph.inputs[key]) for w in writers.get(d, [])
+                           if w != key and w in selected) for key in graph.order}
+
+
+def _through_views(graph: PipelineGraph, datasets: list[str]) -> set[str]:
+    """Views are computed inline where they are read, so a flow depends on what its views read."""
+    out: set[str] = set()
+    stack = list(datasets)
+    while stack:
+        name = stack.pop()
+        if name in out:
+            continue
+        out.add(name)
+        if graph.kinds.get(name) is DatasetKind.VIEW:
+            stack.extend(graph.upstream_datasets(name))
+    return out
+
+
+def _classify(executor: FlowExecutor, exc: BaseException) -> BaseException:
+    """The typed error of a failed flow run (see ``framework/failures.py``); Auto Loader's own errors (a
+    vanished file, a repeated key) with their fix."""
+    from framework.autoloader import translate_stream_error
+
+    flow = executor.flow
+    error = classify(exc, flow=flow.name, dataset=flow.target, file=flow.location.file, line=flow.location.line,
+                     handler_error=executor.handler_errors.first)
+    if isinstance(error, FlowError):
+        return translate_stream_error(exc) or error
+    return error
+
+
+def _clean_sources(executor: FlowExecutor) -> None:
+    """cleanSource (MOVE/DELETE) for the files a successful flow committed."""
+    if not executor.reader.sources:
+        return
+    from framework.autoloader import clean_source
+
+    for source in executor.reader.sources:
+        clean_source(source.path, dict(source.options), checkpoint_location=source.checkpoint)

@@ -1,0 +1,284 @@
+"""How query functions read while an update runs: ``dlt.read``/``read_stream``, ``spark.read.table``,
+``LIVE.x`` in SQL and ``format("cloudFiles")`` all reach the reader of the flow being resolved or executed.
+
+:class:`ReadRouter` is the switchboard the session proxy talks to: it knows the active flow's reader (a
+context variable, so concurrent flows on worker threads never see each other's) and records what the update
+read. :class:`FlowReader` holds what both phases share; the resolution phase's reader lives in ``resolve.py``
+and the execution phase's, :class:`ExecuteReader`, here.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from framework.context import reader_context
+from framework.declarations import Dataset, DatasetKind, Expectation, Flow
+from framework.errors import PipelineError
+from framework.graph import NameResolver, Read
+from framework.registry import Registry, normalize_name
+from framework.runner.delta_log import appended_since_creation
+from framework.runner.sizing import InputLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from framework.runner.environment import UpdateEnvironment
+
+SourceKey = tuple[str, str, str, str]  # (flow key, path, options, schema): one Auto Loader source of a flow
+
+
+@dataclass(frozen=True)
+class CloudSource:
+    """An Auto Loader source a flow read in execution: cleanSource runs over it once the flow succeeded."""
+
+    path: str
+    options: Mapping[str, str]
+    checkpoint: str
+
+
+@dataclass(frozen=True)
+class ViewCheck:
+    """A view's expectations, applied where a flow read the view: counted with that flow's run."""
+
+    view_key: str
+    dataset: str
+    flow: str
+    expectations: tuple[Expectation, ...]
+    handle: Any  # a pyspark Observation (batch) or an observation name (streaming)
+
+
+class ReadRouter:
+    """Routes the session proxy's reads to the active flow's reader, and logs what the update read."""
+
+    def __init__(self, env: UpdateEnvironment) -> None:
+        self.env = env
+        self.inputs = InputLog()  # what the query functions read (small updates)
+        self.watched_paths: list[str] = []  # folders of file sources (for `medallion watch`)
+        self._current: contextvars.ContextVar[FlowReader | None] = contextvars.ContextVar(
+            "medallion_flow_reader", default=None)
+
+    @property
+    def spark(self) -> SparkSession:
+        """The real session."""
+        return self.env.spark
+
+    def current(self) -> FlowReader:
+        """The reader of the flow whose query function is running."""
+        reader = self._current.get()
+        if reader is None:
+            raise PipelineError("spark.read.table / spark.table of a pipeline dataset must be called inside a "
+                                "query function", code="NO_ACTIVE_FLOW")
+        return reader
+
+    def current_or_none(self) -> FlowReader | None:
+        """The active reader, or None outside query functions."""
+        return self._current.get()
+
+    @contextmanager
+    def activate(self, reader: FlowReader) -> Iterator[FlowReader]:
+        """Make ``reader`` the one ``dlt.read`` and the session proxy use, on this thread."""
+        token = self._current.set(reader)
+        try:
+            with reader_context(reader):
+                yield reader
+        finally:
+            self._current.reset(token)
+
+    def file_source(self, path: str, *, streaming: bool) -> None:
+        """Record a file source's folder (for sizing, and for `watch` when it streams)."""
+        self.inputs.path(path)
+        if streaming and path not in self.watched_paths:
+            self.watched_paths.append(path)
+
+    def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
+        """``spark.readStream.format("cloudFiles")...load(path)`` inside the active flow."""
+        self.file_source(path, streaming=True)
+        return self.current().cloud_files(path, options, schema)
+
+
+@dataclass
+class FlowReader(ABC):
+    """Implements ``dlt.read``/``read_stream``/``spark.read.table`` for one flow, recording every read."""
+
+    router: ReadRouter
+    registry: Registry
+    names: NameResolver
+    flow_key: str
+    reads: list[Read] = field(default_factory=list)
+
+    @property
+    def env(self) -> UpdateEnvironment:
+        """The update's environment."""
+        return self.router.env
+
+    @property
+    def flow(self) -> Flow:
+        """The flow this reader serves."""
+        return self.registry.flows[self.flow_key]
+
+    def read(self, name: str) -> DataFrame:
+        """``dlt.read(name)``."""
+        return self._read(name, streaming=False, via_live=True)
+
+    def read_stream(self, name: str) -> DataFrame:
+        """``dlt.read_stream(name)``."""
+        return self._read(name, streaming=True, via_live=True)
+
+    def table(self, name: str, streaming: bool) -> DataFrame:
+        """``spark.read.table(name)`` / ``spark.readStream.table(name)``."""
+        return self._read(name, streaming=streaming, via_live=NameResolver.is_live(name))
+
+    def sql_reference(self, name: str) -> str:
+        """What ``LIVE.name`` in SQL becomes: a temp view over the dataset's DataFrame."""
+        df = self._read(name, streaming=False, via_live=True)
+        view = f"__live_{normalize_name(name)}"
+        df.createOrReplaceTempView(view)
+        return view
+
+    def _read(self, name: str, *, streaming: bool, via_live: bool) -> DataFrame:
+        self.reads.append(Read(name, streaming, via_live))
+        internal = self.names.internal(name)
+        if internal is None:
+            if via_live:
+                return self.unknown_dataset(name)
+            self.router.inputs.unknown(f"table {name}")
+            return external_read(self.env.spark, name, streaming)
+        return self.dataset(internal, self.registry.datasets[internal], streaming)
+
+    @abstractmethod
+    def unknown_dataset(self, name: str) -> DataFrame:
+        """A ``dlt.read``/``LIVE.`` name that is no dataset of the pipeline."""
+
+    @abstractmethod
+    def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
+        """A read of pipeline dataset ``key``."""
+
+    @abstractmethod
+    def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
+        """An Auto Loader source of this flow."""
+
+    def build_cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
+        """A new Auto Loader source with this flow's schema location and checkpoint."""
+        from framework.autoloader import load_cloud_files
+
+        return load_cloud_files(self.env.spark, path, options, schema,
+                                default_schema_location=self.env.schema_location(self.flow),
+                                checkpoint_location=self.env.checkpoint_path(self.flow))
+
+
+def source_key(flow_key: str, path: str, options: Mapping[str, str], schema: Any) -> SourceKey:
+    """How resolution and execution name the same Auto Loader source."""
+    return (flow_key, path, repr(sorted(options.items())), repr(schema))
+
+
+@dataclass
+class ExecuteReader(FlowReader):
+    """The execution phase's reads: the pipeline's real tables, views computed where they are read.
+
+    ``prebuilt`` holds Auto Loader sources the resolution built for this update and that are still valid
+    (see ``Resolution.reusable_sources``); each is taken at most once. ``sources`` and ``views`` collect what
+    the flow read, for cleanSource and for the views' expectation metrics.
+    """
+
+    prebuilt: dict[SourceKey, DataFrame] = field(default_factory=dict)
+    sources: list[CloudSource] = field(default_factory=list)
+    views: list[ViewCheck] = field(default_factory=list)
+
+    def unknown_dataset(self, name: str) -> DataFrame:
+        raise PipelineError(f"'{name}' is not a dataset of this pipeline"
+                            f"{self.registry.did_you_mean(name.split('.')[-1])}", code="UNRESOLVED_DATASET")
+
+    def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
+        self.sources.append(CloudSource(path, dict(options), self.env.checkpoint_path(self.flow)))
+        built = self.prebuilt.pop(source_key(self.flow_key, path, options, schema), None)
+        return built if built is not None else self.build_cloud_files(path, options, schema)
+
+    def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
+        if dataset.kind is DatasetKind.VIEW:
+            return self._view(key)
+        path = self.env.table_path(self.registry, key)
+        spark = self.env.spark
+        if not Path(path).exists() and not path.startswith(("s3", "abfss", "gs")):
+            raise PipelineError(
+                f"dataset '{dataset.name}' has no data yet ({path} does not exist): run the update without "
+                "a selection, or include it in --select", code="DATASET_NOT_MATERIALIZED")
+        if streaming:
+            stream = spark.readStream.format("delta")
+            if self._fresh_checkpoint() and appended_since_creation(path):
+                # same rows as the initial snapshot, without its state reconstruction (see delta_log)
+                stream = stream.option("startingVersion", "0")
+            return stream.load(path)
+        return spark.read.format("delta").load(path)
+
+    def _view(self, key: str) -> DataFrame:
+        """A view is its query, computed where it is read, with its expectations (counted for this read)."""
+        from framework.quality.engine import apply_expectations
+        from framework.runner.query import call_query_function
+
+        view_flow = self.registry.flows[key]
+        nested = ExecuteReader(self.router, self.registry, self.names, key, prebuilt=self.prebuilt,
+                               sources=self.sources, views=self.views)
+        with self.router.activate(nested):
+            df = call_query_function(view_flow)
+        dataset = self.registry.datasets[key]
+        if not dataset.expectations:
+            return df
+        name = f"view_{len(self.views)}_{key}"
+        out, handle = apply_expectations(df, dataset.expectations, dataset=dataset.name, flow=view_flow.name,
+                                         observation_name=name)
+        self.views.append(ViewCheck(key, dataset.name, view_flow.name, tuple(dataset.expectations), handle))
+        return out
+
+    def _fresh_checkpoint(self) -> bool:
+        """True when the reading flow has no stream offsets yet (Delta ignores a starting version otherwise)."""
+        offsets = Path(self.env.checkpoint_path(self.flow)) / "offsets"
+        return not offsets.is_dir() or not any(offsets.iterdir())
+
+
+def external_read(spark: SparkSession, name: str, streaming: bool) -> DataFrame:
+    """A table outside the pipeline, from the local catalog."""
+    local = local_table_name(name)
+    return spark.readStream.table(local) if streaming else spark.read.table(local)
+
+
+def quote_identifier(part: str) -> str:
+    """One SQL identifier in backticks, backticks inside doubled."""
+    return "`" + part.replace("`", "``") + "`"
+
+
+def local_table_name(name: str) -> str:
+    """Unity Catalog / Hive names → the local catalog (one catalog, ``spark_catalog``), each part quoted."""
+    parts = _split_name(name)
+    if len(parts) == 3:
+        parts = ["spark_catalog", *parts[1:]]
+    return ".".join(quote_identifier(p) for p in parts)
+
+
+def _split_name(name: str) -> list[str]:
+    """``a.b.c`` into its parts; a part in backticks may hold dots (and doubled backticks)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted and name[i + 1:i + 2] == "`":
+                current.append("`")
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current).strip())
+    return parts

@@ -1,0 +1,70 @@
+"""What an update and each of its flows did: the summary, the event log and callers read these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from framework.quality.engine import ExpectationResult, QualityMetrics
+
+
+@dataclass
+class FlowResult:
+    """What one flow did in an update (the summary and the flow_progress event are built from it)."""
+
+    flow: str
+    target: str
+    kind: str
+    status: str = "QUEUED"
+    seconds: float = 0.0
+    num_input_rows: int | None = None
+    num_output_rows: int | None = None
+    num_upserted_rows: int | None = None
+    num_deleted_rows: int | None = None
+    dropped_records: int = 0
+    expectations: list[ExpectationResult] = field(default_factory=list)
+    batches: int = 0
+    error: BaseException | None = None
+    attempts: int = 1
+
+    def metrics(self) -> dict[str, Any]:
+        """The ``metrics`` object of a flow_progress event: the row counts this flow knows."""
+        out: dict[str, Any] = {}
+        for key in ("num_output_rows", "num_upserted_rows", "num_deleted_rows", "num_input_rows"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def data_quality(self) -> dict[str, Any] | None:
+        """The ``data_quality`` object of a flow_progress event, or None without expectations."""
+        if not self.expectations:
+            return None
+        return QualityMetrics(self.num_input_rows or 0, self.num_output_rows or 0, self.dropped_records,
+                              tuple(self.expectations)).data_quality()
+
+    @property
+    def rows_out(self) -> int | None:
+        """Rows written: output rows, or upserted rows for APPLY CHANGES targets."""
+        return self.num_upserted_rows if self.num_upserted_rows is not None else self.num_output_rows
+
+
+@dataclass
+class UpdateResult:
+    """The outcome of one update. ``run_update`` returns it for every failure in pipeline code or data."""
+
+    update_id: str
+    succeeded: bool
+    flows: list[FlowResult]
+    seconds: float
+    storage: Path
+    event_log: Path
+    report: Path | None = None
+    error: BaseException | None = None
+    kinds: dict[str, str] = field(default_factory=dict)
+    small_update: str | None = None  # why the small_updates settings applied (conf/spark.yaml); None if not
+
+    def flow(self, name: str) -> FlowResult:
+        """The result of the flow called ``name`` (case-insensitive)."""
+        return next(f for f in self.flows if f.flow.lower() == name.lower())
