@@ -31,6 +31,8 @@ def _add_spec(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``medallion`` argument parser: one subcommand per command (validate, graph, run, watch, report,
+    deploy, demo)."""
     parser = argparse.ArgumentParser(prog="medallion", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -163,6 +165,12 @@ def _graph(args: argparse.Namespace) -> Any:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """``medallion validate``: load the pipeline, find what each flow reads (by analysing its query with
+    Spark, or from the source code with ``--static``), check the graph, and print each flow with its reads.
+
+    Returns:
+        0; an invalid pipeline raises, and :func:`main` turns the error into the exit code.
+    """
     spec, graph = _graph(args)
     flows = len(graph.registry.flows)
     datasets = len(graph.registry.datasets)
@@ -176,6 +184,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    """``medallion graph``: print the dataset graph as Mermaid text and write ``graph.mmd`` and ``graph.html``
+    to ``--out`` (default ``<storage>/graph``).
+
+    Returns:
+        0; an invalid pipeline raises, and :func:`main` turns the error into the exit code.
+    """
     from framework.render import to_html, to_mermaid
 
     spec, graph = _graph(args)
@@ -189,6 +203,11 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``medallion run``: run one triggered update with the refresh options given.
+
+    Returns:
+        0 if the update succeeded, else 1.
+    """
     spec = _spec(args)
     from framework.runner.update import UpdateOptions, run_update
 
@@ -203,6 +222,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    """``medallion watch``: run an update now, then one after each debounced burst of new files, until
+    interrupted.
+
+    Returns:
+        0 if every update succeeded, 1 if one failed, 2 if the pipeline reads no file source to watch.
+    """
     spec = _spec(args)
     from framework.runner.watch import watch_spec
 
@@ -210,6 +235,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``medallion report``: write the data-quality report (HTML and JSON) of one update from the event log
+    and print the paths written; with ``--gx``, also validate with Great Expectations (only then are the
+    pipeline's libraries checked).
+
+    Returns:
+        0; failures raise, and :func:`main` turns the error into the exit code.
+    """
     spec = _spec(args, libraries=args.gx)
     from framework.runner.reporting import write_reports
 
@@ -219,6 +251,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
+    """``medallion deploy``: write the Databricks pipeline settings JSON and a ``databricks.yml`` bundle to
+    ``--out``. The bundle's prod target takes its settings from the spec environment ``--prod-env``; if the
+    spec does not load with that environment, the prod target keeps the bundle's defaults.
+
+    Returns:
+        0; failures raise, and :func:`main` turns the error into the exit code.
+    """
     from framework.deploy import write_deployment
     from framework.spec import load_spec
 
@@ -234,6 +273,12 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``medallion demo``: clear the sample's landing folder and storage, generate sample data and run the
+    sample pipeline twice (the second update incremental), then show a gold table.
+
+    Returns:
+        0 if both updates succeeded, else 1.
+    """
     from framework.sample_data import run_demo
 
     return run_demo(args.spec)

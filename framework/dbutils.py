@@ -17,6 +17,15 @@ from framework.redaction import register_secret
 
 
 class FileInfo(NamedTuple):
+    """One entry of ``dbutils.fs.ls``, with Databricks' field names.
+
+    Attributes:
+        path: A ``file:`` path; a folder's ends in ``/``.
+        name: The file or folder name (a folder's ends in ``/``).
+        size: The size in bytes (0 for a folder).
+        modificationTime: The modification time in epoch milliseconds.
+    """
+
     path: str
     name: str
     size: int
@@ -24,6 +33,9 @@ class FileInfo(NamedTuple):
 
 
 class SecretNotFoundError(PipelineError):
+    """A secret asked for with ``dbutils.secrets.get`` is set neither in the environment nor in
+    ``.secrets.env``."""
+
     code = "SECRET_NOT_FOUND"
 
 
@@ -33,12 +45,20 @@ def _local(path: str) -> str:
 
 @dataclass
 class LocalFs:
+    """``dbutils.fs`` on the local file system: every path goes through the spec's path mapping first, so
+    ``dbfs:/`` and ``/Volumes/`` paths in pipeline code work as in the workspace."""
+
     mapper: PathMapper
 
     def _p(self, path: str) -> Path:
         return Path(_local(self.mapper.map(path)))
 
     def ls(self, path: str) -> list[FileInfo]:
+        """List a folder's entries sorted by name (or the one entry of a file), as ``dbutils.fs.ls`` does.
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+        """
         target = self._p(path)
         if not target.exists():
             raise FileNotFoundError(f"dbutils.fs.ls: {path} does not exist (local: {target})")
@@ -52,10 +72,16 @@ class LocalFs:
         return out
 
     def mkdirs(self, path: str) -> bool:
+        """Create the folder and any missing parents (an existing folder is fine); returns True."""
         self._p(path).mkdir(parents=True, exist_ok=True)
         return True
 
     def put(self, path: str, contents: str, overwrite: bool = False) -> bool:
+        """Write ``contents`` to a file as text, creating its folder; returns True.
+
+        Raises:
+            FileExistsError: The file exists and ``overwrite`` is False.
+        """
         target = self._p(path)
         if target.exists() and not overwrite:
             raise FileExistsError(f"dbutils.fs.put: {path} exists; pass overwrite=True")
@@ -64,10 +90,16 @@ class LocalFs:
         return True
 
     def head(self, path: str, maxBytes: int = 65536) -> str:
+        """The first ``maxBytes`` bytes of a file, decoded as UTF-8 (undecodable bytes replaced)."""
         with open(self._p(path), "rb") as handle:
             return handle.read(maxBytes).decode("utf-8", errors="replace")
 
     def cp(self, src: str, dst: str, recurse: bool = False) -> bool:
+        """Copy a file, or with ``recurse=True`` a folder (merged into an existing target); returns True.
+
+        Raises:
+            IsADirectoryError: ``src`` is a folder and ``recurse`` is False.
+        """
         source, target = self._p(src), self._p(dst)
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
@@ -79,12 +111,22 @@ class LocalFs:
         return True
 
     def mv(self, src: str, dst: str, recurse: bool = False) -> bool:
+        """Move a file or a folder; returns True. Unlike on Databricks, a folder moves without
+        ``recurse=True`` (the flag is accepted and ignored)."""
         source, target = self._p(src), self._p(dst)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(source), str(target))
         return True
 
     def rm(self, path: str, recurse: bool = False) -> bool:
+        """Delete a file, or with ``recurse=True`` a folder and everything in it.
+
+        Returns:
+            True if something was deleted, False if ``path`` did not exist.
+
+        Raises:
+            IsADirectoryError: ``path`` is a folder and ``recurse`` is False.
+        """
         target = self._p(path)
         if not target.exists():
             return False
@@ -99,9 +141,17 @@ class LocalFs:
 
 @dataclass
 class LocalWidgets:
+    """``dbutils.widgets`` backed by the pipeline's ``configuration``: a widget's value is the configuration
+    entry of the same name; declaring a widget only adds a default for a name not configured."""
+
     values: dict[str, str]
 
     def get(self, name: str) -> str:
+        """The value of widget ``name`` (``getArgument`` is the same method).
+
+        Raises:
+            PipelineError: ``WIDGET_NOT_DEFINED``: no configured value or declared widget has that name.
+        """
         if name not in self.values:
             raise PipelineError(f"widget '{name}' is not defined: add it to the spec's `configuration`",
                                 code="WIDGET_NOT_DEFINED")
@@ -110,18 +160,24 @@ class LocalWidgets:
     getArgument = get
 
     def text(self, name: str, defaultValue: str = "", label: str | None = None) -> None:
+        """Declare a text widget: ``defaultValue`` becomes its value unless the configuration sets ``name``;
+        ``label`` is ignored."""
         self.values.setdefault(name, defaultValue)
 
     def dropdown(self, name: str, defaultValue: str, choices: list[str], label: str | None = None) -> None:
+        """Declare a choice widget (also ``combobox`` and ``multiselect``): ``defaultValue`` becomes its value
+        unless the configuration sets ``name``; ``choices`` and ``label`` are not checked."""
         self.values.setdefault(name, defaultValue)
 
     combobox = dropdown
     multiselect = dropdown
 
     def remove(self, name: str) -> None:
+        """Forget widget ``name``, configured value included; an unknown name is ignored."""
         self.values.pop(name, None)
 
     def removeAll(self) -> None:
+        """Forget every widget, configured values included."""
         self.values.clear()
 
 
@@ -161,6 +217,8 @@ class LocalSecrets:
             f"'{scope}/{key}=...' to {self.secrets_file} (git-ignored)")
 
     def list(self, scope: str) -> list[Any]:
+        """Always an empty list: locally a scope's keys are not enumerated, each secret is looked up by its
+        key."""
         return []
 
 

@@ -49,6 +49,7 @@ class NameResolver:
 
     @staticmethod
     def is_live(name: str) -> bool:
+        """Whether ``name`` has the ``LIVE.`` prefix (any case), which only a pipeline dataset may follow."""
         return name.strip().upper().startswith("LIVE.")
 
 
@@ -65,9 +66,15 @@ class PipelineGraph:
     layers: dict[str, str] = field(default_factory=dict)
 
     def flow(self, name: str) -> Flow:
+        """The flow named ``name``, in any spelling the registry normalizes.
+
+        Raises:
+            KeyError: The pipeline has no such flow.
+        """
         return self.registry.flows[normalize_name(name)]
 
     def upstream_datasets(self, dataset: str) -> set[str]:
+        """The pipeline datasets read by the flows into ``dataset`` (its direct inputs, not theirs)."""
         out: set[str] = set()
         for flow in self.registry.flows_into(dataset):
             out.update(self.inputs.get(normalize_name(flow.name), []))
@@ -264,9 +271,9 @@ def _self_cycle(key: str, inputs: Mapping[str, list[str]], registry: Registry) -
 
 
 def assign_layers(graph: PipelineGraph, rules: Mapping[str, str]) -> dict[str, str]:
-    """bronze / silver / gold for every dataset: the ``quality`` table property (DLT's convention), then the
-    spec's ``layers`` rules (name glob → layer), then a name prefix or suffix, then the file name, then the
-    position in the graph (sources bronze, sinks gold)."""
+    """The layer (bronze, silver or gold) of every dataset: the ``quality`` table property (DLT's
+    convention), then the spec's ``layers`` rules (name glob → layer), then a name prefix or suffix, then the
+    file name, then the position in the graph (sources bronze, sinks gold)."""
     layers: dict[str, str] = {}
     for key, dataset in graph.registry.datasets.items():
         layer = str(dataset.table_properties.get("quality", "")).lower()

@@ -10,6 +10,8 @@ _MAGIC = "# MAGIC"
 
 
 def is_notebook_source(text: str) -> bool:
+    """Whether ``text`` is a Databricks notebook exported as source: it starts with
+    :data:`NOTEBOOK_HEADER` (after an optional byte-order mark)."""
     return text.lstrip("\ufeff").startswith(NOTEBOOK_HEADER)
 
 

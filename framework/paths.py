@@ -20,6 +20,8 @@ class PathMapper:
 
     @classmethod
     def from_spec(cls, mappings: Mapping[str, str], root: Path) -> PathMapper:
+        """A mapper from the spec's ``paths``: prefixes are normalized (``/dbfs/x`` as ``dbfs:/x``) and
+        relative local folders resolved against ``root``."""
         resolved = {}
         for prefix, local in mappings.items():
             target = Path(local)
@@ -43,6 +45,8 @@ class PathMapper:
         return path
 
     def is_databricks_path(self, path: str) -> bool:
+        """Whether ``path`` starts with one of :data:`DATABRICKS_PREFIXES`, so that it needs a mapping to run
+        locally."""
         return isinstance(path, str) and path.startswith(DATABRICKS_PREFIXES)
 
 

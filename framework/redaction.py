@@ -68,6 +68,8 @@ class SecretRegistry:
             self._snapshot = _Snapshot()
 
     def snapshot(self) -> _Snapshot:
+        """The current state (secrets, their forms, the compiled pattern); one object, so a reader sees a
+        consistent state without taking the lock."""
         return self._snapshot
 
     def redact(self, text: str) -> str:
@@ -161,6 +163,11 @@ class RedactingStream:
         self._lock = threading.RLock()
 
     def write(self, text: str) -> int:
+        """Pass ``text`` on redacted, holding back an end that could be the start of a secret.
+
+        Returns:
+            ``len(text)``, as if everything was written.
+        """
         with self._lock:
             ready, self._pending = _split(self._pending + text, self._registry.snapshot())
             if ready:
@@ -168,10 +175,12 @@ class RedactingStream:
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
+        """Write each of ``lines`` as :meth:`write` does (no newlines are added)."""
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
+        """Write the held-back end (redacted), then flush the target."""
         with self._lock:
             if self._pending:
                 pending, self._pending = self._pending, ""
@@ -179,20 +188,25 @@ class RedactingStream:
             self.target.flush()
 
     def isatty(self) -> bool:
+        """Whether the target is a terminal, so that code asking the wrapped stream decides as before."""
         return bool(self.target.isatty())
 
     def fileno(self) -> int:
+        """The target's file descriptor; what is written to it directly is not redacted."""
         return self.target.fileno()
 
     def writable(self) -> bool:
+        """Always True: the stream is for writing."""
         return True
 
     @property
     def encoding(self) -> str:
+        """The target's encoding (``utf-8`` if it has none)."""
         return str(getattr(self.target, "encoding", "utf-8"))
 
     @property
     def errors(self) -> str | None:
+        """The target's handler for encoding errors, or None if it has none."""
         return getattr(self.target, "errors", None)
 
     def __getattr__(self, name: str) -> Any:

@@ -36,6 +36,14 @@ LOCAL_KEYS = {"paths", "spark_conf", "environments", "root", "description", "lay
 
 @dataclass(frozen=True)
 class Library:
+    """One entry of the spec's ``libraries``.
+
+    Attributes:
+        kind: ``file`` or ``notebook`` (one path) or ``glob`` (a pattern).
+        path: The path or pattern as written: relative to the spec's root unless absolute or a Databricks path
+            (see :func:`framework.loader.resolve_libraries`).
+    """
+
     kind: LibraryKind
     path: str
 
@@ -65,18 +73,22 @@ class PipelineSpec:
 
     @property
     def tables_dir(self) -> Path:
+        """``<storage>/tables``: one Delta table folder per dataset without a declared ``path``."""
         return self.storage / "tables"
 
     @property
     def checkpoints_dir(self) -> Path:
+        """``<storage>/checkpoints``: streaming checkpoints, one per target and flow."""
         return self.storage / "checkpoints"
 
     @property
     def events_dir(self) -> Path:
+        """``<storage>/system/events``: the event log, a Delta table."""
         return self.storage / "system" / "events"
 
     @property
     def autoloader_dir(self) -> Path:
+        """``<storage>/autoloader``: Auto Loader's default schema locations, one per target and flow."""
         return self.storage / "autoloader"
 
 

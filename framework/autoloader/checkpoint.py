@@ -17,6 +17,14 @@ from framework.errors import AutoLoaderError
 
 @dataclass(frozen=True)
 class LoggedFile:
+    """One file entry of a source log, under the source root.
+
+    Attributes:
+        path: The local path of the file.
+        timestamp_ms: Its modification time (epoch milliseconds) when the batch listed it.
+        batch_id: The micro-batch that read it.
+    """
+
     path: Path
     timestamp_ms: int
     batch_id: int
@@ -29,10 +37,12 @@ def _batch_ids(folder: Path) -> list[int]:
 
 
 def committed_batches(checkpoint: Path) -> list[int]:
+    """The ids of the batches whose sink committed (``commits/<id>`` exists), ascending."""
     return _batch_ids(checkpoint / "commits")
 
 
 def offset_batches(checkpoint: Path) -> list[int]:
+    """The ids of the batches Spark planned (``offsets/<id>`` exists), committed or not, ascending."""
     return _batch_ids(checkpoint / "offsets")
 
 
@@ -42,6 +52,8 @@ def has_started(checkpoint: Path | None) -> bool:
 
 
 def commit_time_s(checkpoint: Path, batch_id: int) -> float | None:
+    """When batch ``batch_id`` committed: its commit file's modification time in epoch seconds, or None if the
+    batch has no commit."""
     path = checkpoint / "commits" / str(batch_id)
     try:
         return path.stat().st_mtime
@@ -109,6 +121,7 @@ def logged_files(checkpoint: Path, source_root: Path) -> list[LoggedFile]:
 
 
 def committed_files(checkpoint: Path, source_root: Path) -> list[LoggedFile]:
+    """The logged files under ``source_root`` whose batch has a commit: the files this stream has ingested."""
     done = set(committed_batches(checkpoint))
     return [f for f in logged_files(checkpoint, source_root) if f.batch_id in done]
 

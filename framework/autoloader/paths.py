@@ -26,6 +26,8 @@ def to_local(path: str) -> Path:
 
 
 def same_file(uri: str, local: Path) -> bool:
+    """Whether ``uri`` (a ``file:`` URI or a plain path, as a source log writes it) names the local file
+    ``local``."""
     return to_local(uri) == local
 
 
@@ -36,6 +38,14 @@ def is_hidden(name: str) -> bool:
 
 @dataclass(frozen=True)
 class ListedFile:
+    """One data file found by :func:`list_files`.
+
+    Attributes:
+        path: The file's local path.
+        size: Its size in bytes.
+        mtime_ms: Its modification time in epoch milliseconds (what Spark's file source compares).
+    """
+
     path: Path
     size: int
     mtime_ms: int
@@ -65,6 +75,7 @@ def list_files(root: Path, glob_filter: str | None = None, recursive: bool = Tru
 
 
 def is_inside(child: Path, parent: Path) -> bool:
+    """Whether ``child`` is ``parent`` or lies below it, comparing the resolved paths (symlinks followed)."""
     try:
         child.resolve().relative_to(parent.resolve())
     except ValueError:

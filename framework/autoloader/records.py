@@ -139,6 +139,9 @@ def _corrupt_json() -> Column:
 
 
 def partition_values(plan: Plan) -> list[Column]:
+    """One column per partition column of the plan, read from the file's path (``/<name>=<value>/``):
+    URL-decoded and converted to the column's type; NULL when the folder is missing, empty or
+    ``__HIVE_DEFAULT_PARTITION__``, or when the value does not convert."""
     cols = []
     for f in plan.partitions.fields:
         pattern = "/" + re.escape(f.name) + "=([^/]*)/"

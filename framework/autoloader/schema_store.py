@@ -23,6 +23,14 @@ STATE_FILE = "_autoloader_state.json"
 
 @dataclass(frozen=True)
 class StoredSchema:
+    """One version of a stream's schema, as stored in ``_schemas/<version>``.
+
+    Attributes:
+        version: The version number (0 for the first schema).
+        data: The columns read from the files.
+        partitions: The columns read from ``<name>=<value>`` folders.
+    """
+
     version: int
     data: StructType
     partitions: StructType
@@ -44,17 +52,24 @@ class SchemaStore:
         self.schemas = self.root / "_schemas"
 
     def versions(self) -> list[int]:
+        """The stored schema versions, ascending; empty before the first schema is written."""
         if not self.schemas.is_dir():
             return []
         return sorted(int(p.name) for p in self.schemas.iterdir() if p.name.isdigit())
 
     def latest(self) -> StoredSchema | None:
+        """The newest stored schema (the one the stream reads with), or None before the first one."""
         versions = self.versions()
         if not versions:
             return None
         return self.read(versions[-1])
 
     def read(self, version: int) -> StoredSchema:
+        """Read schema version ``version``.
+
+        Raises:
+            FileNotFoundError: No such version is stored.
+        """
         lines = (self.schemas / str(version)).read_text(encoding="utf-8").splitlines()
         doc = json.loads(lines[1])
         return StoredSchema(version, StructType.fromJson(doc["dataSchemaJson"]),
@@ -69,6 +84,8 @@ class SchemaStore:
         return StoredSchema(version, data, partitions)
 
     def state(self) -> dict[str, Any]:
+        """The stream's small state (``_autoloader_state.json``, such as ``existingFilesCutoffMs``); empty
+        before anything was stored."""
         try:
             loaded: dict[str, Any] = json.loads((self.root / STATE_FILE).read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -76,6 +93,7 @@ class SchemaStore:
         return loaded
 
     def update_state(self, **values: Any) -> None:
+        """Merge ``values`` into the stored state and write it back atomically."""
         state = self.state()
         state.update(values)
         _atomic_write(self.root / STATE_FILE, json.dumps(state, indent=1))

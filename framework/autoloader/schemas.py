@@ -55,6 +55,8 @@ def dedupe_case(schema: StructType) -> StructType:
 
 
 def all_strings(schema: StructType) -> StructType:
+    """The schema with every top-level column typed as a nullable string (JSON and CSV without
+    ``cloudFiles.inferColumnTypes``)."""
     return StructType([StructField(f.name, StringType(), True) for f in schema.fields])
 
 
@@ -237,4 +239,5 @@ def _inference_options(opts: CloudFilesOptions) -> dict[str, str]:
 
 
 def is_string(dt: DataType) -> bool:
+    """Whether ``dt`` is Spark's string type."""
     return isinstance(dt, StringType)

@@ -21,6 +21,17 @@ from framework.failures import VIOLATION_KEY
 
 @dataclass(frozen=True)
 class ExpectationResult:
+    """The counts of one expectation on one dataset, for one batch or summed over batches (an entry of a
+    flow_progress event's ``data_quality.expectations``).
+
+    Attributes:
+        name: The expectation's name.
+        dataset: The dataset the flow writes.
+        passed_records: Rows for which the constraint was TRUE.
+        failed_records: Rows for which it was FALSE or NULL.
+        action: ``warn``, ``drop`` or ``fail``.
+    """
+
     name: str
     dataset: str
     passed_records: int
@@ -30,6 +41,15 @@ class ExpectationResult:
 
 @dataclass(frozen=True)
 class QualityMetrics:
+    """What a flow's expectations observed, for one batch or summed over batches.
+
+    Attributes:
+        input_rows: Rows that reached the expectations.
+        output_rows: Rows kept (input minus dropped).
+        dropped_records: Rows removed by ``drop`` expectations.
+        expectations: Each expectation's counts, in declaration order.
+    """
+
     input_rows: int
     output_rows: int
     dropped_records: int

@@ -42,6 +42,7 @@ class RuleStats:
 
     @property
     def total(self) -> int:
+        """Rows the expectation evaluated: passed plus failed."""
         return self.passed + self.failed
 
     @property
@@ -50,6 +51,8 @@ class RuleStats:
         return self.failed / self.total if self.total else 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """The rule as the report's JSON shows it, with ``total`` and ``failure_rate`` (rounded to six
+        decimals) added."""
         return asdict(self) | {"total": self.total, "failure_rate": round(self.failure_rate, 6)}
 
 
@@ -78,9 +81,11 @@ class DatasetStats:
 
     @property
     def failing_rules(self) -> list[RuleStats]:
+        """The dataset's rules that failed at least one row."""
         return [r for r in self.rules if r.failed]
 
     def to_json(self) -> dict[str, Any]:
+        """The dataset as the report's JSON shows it, with its rules and ``rows_in``."""
         out = asdict(self)
         out["rules"] = [r.to_json() for r in self.rules]
         out["rows_in"] = self.rows_in
@@ -101,30 +106,38 @@ class UpdateStats:
 
     @property
     def rows_out(self) -> int:
+        """Rows written, over the update's datasets (upserted rows for APPLY CHANGES targets)."""
         return sum(d.rows_out for d in self.datasets)
 
     @property
     def rows_in(self) -> int:
+        """Rows that reached the expectations, over the update's datasets (see
+        :attr:`DatasetStats.rows_in`)."""
         return sum(d.rows_in for d in self.datasets)
 
     @property
     def dropped(self) -> int:
+        """Rows removed by ``drop`` expectations, over the update's datasets."""
         return sum(d.dropped for d in self.datasets)
 
     @property
     def quarantined(self) -> int:
+        """Rows written to quarantine tables, over the update's datasets."""
         return sum(d.quarantined or 0 for d in self.datasets)
 
     @property
     def rescued(self) -> int:
+        """Rescued records (flow metrics whose name contains ``rescued``), over the update's datasets."""
         return sum(d.rescued or 0 for d in self.datasets)
 
     @property
     def evaluated(self) -> int:
+        """(row, rule) evaluations over the update's datasets: every rule's passed plus failed rows."""
         return sum(r.total for d in self.datasets for r in d.rules)
 
     @property
     def failed_checks(self) -> int:
+        """(row, rule) evaluations that failed, over the update's datasets."""
         return sum(r.failed for d in self.datasets for r in d.rules)
 
     @property
@@ -133,6 +146,7 @@ class UpdateStats:
         return 1 - self.failed_checks / self.evaluated if self.evaluated else None
 
     def to_json(self) -> dict[str, Any]:
+        """The update as the report's JSON shows it: its times, state, refresh mode, totals and datasets."""
         return {
             "update_id": self.update_id,
             "pipeline_name": self.pipeline_name,
@@ -166,6 +180,7 @@ class QuarantineSample:
     failed_rules: list[list[str]] = field(default_factory=list)  # per row, the rules it failed
 
     def to_json(self) -> dict[str, Any]:
+        """The sample as the report's JSON shows it."""
         return asdict(self)
 
 
@@ -180,6 +195,8 @@ class Report:
     samples: list[QuarantineSample] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        """The report's JSON document: the chosen update in full, one trend entry per update of the
+        history, and the quarantine samples."""
         return {
             "generated_at": _iso(self.generated_at),
             "storage_root": self.storage_root,
