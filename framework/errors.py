@@ -20,6 +20,8 @@ class Problem:
     line: int | None = None
 
     def render(self) -> str:
+        """The problem as one line, ``file:line: [CODE] message`` (the location only where known), as
+        :class:`ProblemsError` lists it."""
         where = ""
         if self.file:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
@@ -41,6 +43,7 @@ class PipelineError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """The error's text, ``[CODE] file:line: message`` (the location only where known)."""
         where = ""
         if self.file:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
@@ -57,6 +60,7 @@ class ProblemsError(PipelineError):
 
     @property
     def codes(self) -> list[str]:
+        """The code of each problem, in the order reported."""
         return [p.code for p in self.problems]
 
 
