@@ -337,3 +337,25 @@ class RuleFileError(ProblemsError):
     def __init__(self, source: str, problems: Sequence[Problem]) -> None:
         super().__init__(f"invalid rule file {source}: {len(problems)} problem(s)", problems,
                          code="INVALID_RULE_FILE")
+
+
+class SqlSyntaxError(PipelineError):
+    """A SQL library (``.sql`` file or SQL notebook) is not valid SQL: an unterminated string, quoted identifier
+    or block comment, or a statement its grammar rejects.
+
+    Attributes:
+        column: the 1-based column where the problem starts (with ``file`` and ``line``), or None.
+    """
+
+    code = "SQL_SYNTAX_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None, file: str | None = None, line: int | None = None,
+                 column: int | None = None) -> None:
+        self.column = column
+        super().__init__(message, code=code, file=file, line=line)
+
+    def render(self) -> str:
+        """``[CODE] file:line:column: message`` (the column left out when unknown)."""
+        if self.file and self.line and self.column:
+            return f"[{self.code}] {self.file}:{self.line}:{self.column}: {self.message}"
+        return super().render()

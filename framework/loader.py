@@ -1,8 +1,10 @@
-"""Load pipeline libraries (Python files, Databricks notebook sources, globs) into a registry.
+"""Load pipeline libraries (Python and SQL files, Databricks notebook sources, globs) into a registry.
 
 Pipeline code runs top to bottom to *register* datasets and flows; query functions are not called here.
 While it runs, ``import dlt`` and ``from pyspark import pipelines as dp`` resolve to the framework's shim,
-and ``spark``, ``dbutils`` and ``display`` are available as in a Databricks notebook.
+and ``spark``, ``dbutils`` and ``display`` are available as in a Databricks notebook. ``.sql`` files and SQL
+notebook sources are handed to :func:`framework.sql.register_sql_library` in the same registration context, so
+a pipeline may mix Python and SQL libraries.
 """
 
 from __future__ import annotations
@@ -19,15 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import framework.sql as sql_libraries
 from framework.dbutils import LocalDbutils
 from framework.errors import LoadError, PathMappingError, PipelineError, Problem, SpecError
 from framework.notebook import is_notebook_source, notebook_to_python
 from framework.paths import PathMapper
 from framework.registry import Registry, registration_context
 from framework.spec import Library, PipelineSpec, short_repr
+from framework.sql.split import is_sql_notebook
 
 _MODULE_PREFIX = "medallion_pipeline_"
 _UNSET: Any = object()
+# What a glob picks up besides notebook sources without an extension, and what a file or notebook library path
+# without an extension may stand for (as in a workspace, where notebooks have no extension).
+_LIBRARY_SUFFIXES = (".py", ".sql")
 
 
 @dataclass
@@ -98,8 +105,8 @@ def _resolve_library(library: Library, root: Path, mapper: PathMapper) -> list[P
             pattern += "/*"
         matches = sorted(Path(p) for p in globlib.glob(pattern, recursive=True))
         return [p for p in matches if p.is_file() and p.name != "__init__.py" and "__pycache__" not in p.parts
-                and (p.suffix == ".py" or (p.suffix == "" and _is_notebook_file(p)))]
-    for candidate in (base, base.with_name(base.name + ".py")):
+                and (p.suffix in _LIBRARY_SUFFIXES or (p.suffix == "" and _is_notebook_file(p)))]
+    for candidate in (base, *(base.with_name(base.name + suffix) for suffix in _LIBRARY_SUFFIXES)):
         if candidate.is_file():
             return [candidate.resolve()]
     return []
@@ -108,9 +115,10 @@ def _resolve_library(library: Library, root: Path, mapper: PathMapper) -> list[P
 def _is_notebook_file(path: Path) -> bool:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return is_notebook_source(handle.read(64))
+            head = handle.read(64)
     except OSError:
         return False
+    return is_notebook_source(head) or is_sql_notebook(head)
 
 
 @contextmanager
@@ -193,6 +201,9 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
 
 def _exec_library(path: Path, spark: Any, dbutils: Any) -> None:
     text = path.read_text(encoding="utf-8")
+    if path.suffix == ".sql" or is_sql_notebook(text):
+        _load_sql_library(path, text)
+        return
     source = notebook_to_python(text, str(path)) if is_notebook_source(text) else text
     module_name = _MODULE_PREFIX + re.sub(r"\W", "_", str(path.with_suffix("")).strip("/"))
     module = types.ModuleType(module_name)
@@ -215,6 +226,20 @@ def _exec_library(path: Path, spark: Any, dbutils: Any) -> None:
         if _needs_running_spark(exc):
             raise LoadError(_NEEDS_SPARK, code="SPARK_NOT_STARTED", file=str(path), line=line) from exc
         raise LoadError(f"loading failed: {type(exc).__name__}: {exc}", file=str(path), line=line) from exc
+
+
+def _load_sql_library(path: Path, text: str) -> None:
+    """Register what a ``.sql`` file or SQL notebook source declares. Framework errors keep their own file, line
+    (and column); anything else becomes a :class:`LoadError` naming the file."""
+    try:
+        sql_libraries.register_sql_library(text, str(path))
+    except PipelineError as exc:
+        if exc.file is None:
+            exc.file = str(path)
+            exc.args = (exc.render(),)
+        raise
+    except Exception as exc:
+        raise LoadError(f"loading failed: {type(exc).__name__}: {exc}", file=str(path)) from exc
 
 
 _NEEDS_SPARK = ("this line builds a Spark Column (e.g. `F.col(...)`, `F.expr(...)`) at module level, which needs a "

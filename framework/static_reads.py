@@ -2,6 +2,11 @@
 
 Used by ``medallion validate`` / ``graph`` (fast, no JVM). Literal names only: reads built from variables are
 found by the runner's resolution pass, which calls the query functions with Spark.
+
+The query functions of SQL datasets and flows (``framework.sql``) are not read as Python: they carry what the SQL
+statement reads, found when it was registered, as ``__medallion_sql_reads__`` (a list of ``(name, streaming)``),
+and may say whether the query streams without reading a dataset (``STREAM read_files(...)``) as
+``__medallion_sql_streaming__``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from framework.graph import Read
+from framework.graph import NameResolver, Read
 from framework.registry import Registry
 
 _LIVE_IN_SQL = re.compile(r"\b(?:LIVE|live)\.`?(\w+)`?")
 _STREAM_IN_SQL = re.compile(r"\bSTREAM\s*\(\s*(?:LIVE\.)?`?(\w+)`?\s*\)", re.IGNORECASE)
+SQL_READS_ATTRIBUTE = "__medallion_sql_reads__"
+SQL_STREAMING_ATTRIBUTE = "__medallion_sql_streaming__"
 
 
 def static_reads(registry: Registry) -> tuple[dict[str, list[Read]], dict[str, bool]]:
@@ -29,10 +36,22 @@ def static_reads(registry: Registry) -> tuple[dict[str, list[Read]], dict[str, b
             reads[key] = []
             streaming[key] = not flow.once
             continue
-        found, is_stream = _function_reads(flow.query_function)
+        sql_reads = _sql_reads(flow.query_function)
+        found, is_stream = sql_reads if sql_reads is not None else _function_reads(flow.query_function)
         reads[key] = found
         streaming[key] = is_stream
     return reads, streaming
+
+
+def _sql_reads(fn: Callable[..., Any]) -> tuple[list[Read], bool] | None:
+    """The reads a SQL query function carries (None for a Python one). A name is a pipeline dataset for sure
+    when written ``LIVE.x``; a bare or qualified name may be an external table, as with ``spark.read.table``."""
+    found = getattr(fn, SQL_READS_ATTRIBUTE, None)
+    if found is None:
+        return None
+    reads = [Read(name, bool(streaming), via_live=NameResolver.is_live(name)) for name, streaming in found]
+    streaming = getattr(fn, SQL_STREAMING_ATTRIBUTE, None)
+    return reads, (bool(streaming) if streaming is not None else any(read.streaming for read in reads))
 
 
 def _function_reads(fn: Callable[..., Any]) -> tuple[list[Read], bool]:

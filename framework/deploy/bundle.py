@@ -3,7 +3,8 @@
 The pipeline files are deployed as they are (the bundle syncs the repository); local-only settings (path
 mappings, local Spark settings, storage under ``runs/``) are left out, and configuration values keep the
 Databricks paths written in the spec (``dbfs:/...``), since those are what the code sees on Databricks.
-Each library file becomes a ``file`` library (globs are expanded), which every bundle schema version accepts.
+Each library file becomes a ``file`` library (globs are expanded), which every bundle schema version accepts, or a
+``notebook`` library for notebook sources (Python or SQL); ``.sql`` files are libraries like ``.py`` ones.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from framework.loader import resolve_libraries
 from framework.notebook import is_notebook_source
 from framework.paths import PathMapper
 from framework.spec import PipelineSpec
+from framework.sql.split import is_sql_notebook
 
 WORKSPACE_ROOT = "${workspace.file_path}"
 
@@ -65,7 +67,8 @@ def _libraries(spec: PipelineSpec, workspace_root: str) -> list[dict[str, Any]]:
     libraries = []
     for path in files:
         relative = path.resolve().relative_to(root).as_posix()
-        kind = "notebook" if is_notebook_source(path.read_text(encoding="utf-8", errors="replace")) else "file"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        kind = "notebook" if is_notebook_source(text) or is_sql_notebook(text) else "file"
         libraries.append({kind: {"path": f"{workspace_root}/{relative}"}})
     return libraries
 

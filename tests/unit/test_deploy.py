@@ -62,3 +62,29 @@ def test_libraries_outside_the_project_root_are_a_spec_error_naming_each(tmp_pat
     inside = load_spec(spec_path)
     paths = [lib["file"]["path"] for lib in pipeline_settings(inside)["libraries"]]
     assert paths == ["${workspace.file_path}/project/p.py", "${workspace.file_path}/shared/common.py"]
+
+
+def test_every_library_is_deployed_sql_files_and_sql_notebooks_included(tmp_path: Path) -> None:
+    pipes = tmp_path / "pipelines"
+    (pipes / "sql").mkdir(parents=True)
+    (pipes / "bronze.py").write_text("import dlt\n")
+    (pipes / "sql" / "silver.sql").write_text("CREATE MATERIALIZED VIEW silver AS SELECT * FROM bronze;\n")
+    (pipes / "sql" / "gold_notebook").write_text("-- Databricks notebook source\nCREATE VIEW gold AS SELECT 1\n")
+    (pipes / "sql" / "extra.sql").write_text("-- Databricks notebook source\nCREATE VIEW extra AS SELECT 1\n")
+    (pipes / "sql" / "README.md").write_text("not a library\n")
+    (tmp_path / "conf").mkdir()
+    spec_path = tmp_path / "conf" / "spec.yaml"
+    spec_path.write_text("name: mixed\nlibraries:\n  - file: {path: pipelines/bronze.py}\n"
+                         "  - glob: {include: pipelines/sql/**}\n")
+    libraries = pipeline_settings(load_spec(spec_path))["libraries"]
+    assert libraries == [
+        {"file": {"path": "${workspace.file_path}/pipelines/bronze.py"}},
+        {"notebook": {"path": "${workspace.file_path}/pipelines/sql/extra.sql"}},
+        {"notebook": {"path": "${workspace.file_path}/pipelines/sql/gold_notebook"}},
+        {"file": {"path": "${workspace.file_path}/pipelines/sql/silver.sql"}},
+    ]
+    write_deployment(load_spec(spec_path), tmp_path / "deploy")
+    bundle = yaml.safe_load((tmp_path / "deploy" / "databricks.yml").read_text())
+    assert bundle["resources"]["pipelines"]["mixed"]["libraries"] == libraries
+    if SCHEMA.exists():
+        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))

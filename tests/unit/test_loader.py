@@ -417,3 +417,146 @@ def test_unmapped_workspace_library_is_a_spec_problem_with_the_others(tmp_path) 
     with pytest.raises(SpecError) as info:
         resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
     assert info.value.codes == ["UNMAPPED_DATABRICKS_PATH", "LIBRARY_NOT_FOUND"]
+
+
+# ---------------------------------------------------------------------------------------------- SQL libraries
+SQL_NOTEBOOK = "-- Databricks notebook source\n-- MAGIC %md\n-- MAGIC # Gold\n\n-- COMMAND ----------\n\n" \
+               "CREATE MATERIALIZED VIEW gold AS SELECT * FROM silver\n"
+
+
+@pytest.fixture
+def fake_sql(monkeypatch):
+    """Stands in for framework.sql.register_sql_library: records each call and declares one streaming table per
+    `-- declares NAME` line, into whatever registry is active (so it must be called inside the load's context)."""
+    import framework.sql
+    from framework.registry import active_registry
+
+    calls: list[tuple[str, str, int]] = []
+
+    def register(text: str, file: str) -> None:
+        calls.append((text, file, id(active_registry())))
+        for line in text.splitlines():
+            if line.startswith("-- declares "):
+                dlt_name = line.removeprefix("-- declares ").strip()
+                shim_dlt.create_streaming_table(dlt_name)
+
+    monkeypatch.setattr(framework.sql, "register_sql_library", register)
+    return calls
+
+
+def test_glob_includes_sql_files_and_sql_notebooks_without_extension(tmp_path) -> None:
+    d = tmp_path / "pipes"
+    d.mkdir()
+    for name in ("a.py", "b.sql", "notes.txt"):
+        (d / name).write_text("-- x\n")
+    (d / "sql_notebook").write_text(SQL_NOTEBOOK)
+    (d / "plain_without_extension").write_text("SELECT 1\n")
+    spec = parse_spec({"name": "t", "libraries": [{"glob": {"include": "pipes/**"}}]}, source="s",
+                      default_root=tmp_path)
+    assert [f.name for f in resolve_libraries(spec, PathMapper())] == ["a.py", "b.sql", "sql_notebook"]
+
+
+def test_notebook_library_without_extension_resolves_to_a_sql_notebook(tmp_path) -> None:
+    (tmp_path / "gold.sql").write_text(SQL_NOTEBOOK)
+    spec = parse_spec({"name": "t", "libraries": [{"notebook": {"path": "gold"}}]}, source="s",
+                      default_root=tmp_path)
+    assert resolve_libraries(spec, PathMapper()) == [(tmp_path / "gold.sql").resolve()]
+
+
+def test_sql_libraries_are_registered_in_the_same_context_in_library_order(tmp_path, fake_sql) -> None:
+    spec = make_pipeline(tmp_path, {
+        "a_first.py": "import dlt\n\ndlt.create_streaming_table('from_python_1')\n",
+        "sql/b.sql": "-- declares from_sql_file\nSELECT 1;\n",
+        "sql/c_notebook": SQL_NOTEBOOK.replace("CREATE", "-- declares from_sql_notebook\nCREATE"),
+        "d_last.py": "import dlt\n\ndlt.create_streaming_table('from_python_2')\n",
+    }, libraries=[{"file": {"path": "a_first.py"}}, {"glob": {"include": "sql/*"}},
+                  {"notebook": {"path": "d_last"}}])
+    loaded = load_pipeline(spec)
+    assert list(loaded.registry.datasets) == ["from_python_1", "from_sql_file", "from_sql_notebook",
+                                              "from_python_2"]
+    assert [(Path(file).name, text.startswith(("-- declares", "-- Databricks"))) for text, file, _ in fake_sql] == [
+        ("b.sql", True), ("c_notebook", True)]
+    assert fake_sql[0][1] == str((tmp_path / "sql" / "b.sql").resolve())
+    assert fake_sql[0][0] == (tmp_path / "sql" / "b.sql").read_text()  # the text as written, not as Python
+    assert {registry for _, _, registry in fake_sql} == {id(loaded.registry)}
+
+
+def test_a_python_notebook_is_still_python(tmp_path, fake_sql) -> None:
+    spec = make_pipeline(tmp_path, {"nb": "# Databricks notebook source\nimport dlt\n\n"
+                                          "dlt.create_streaming_table('py_nb')\n"},
+                         libraries=[{"notebook": {"path": "nb"}}])
+    assert list(load_pipeline(spec).registry.datasets) == ["py_nb"] and fake_sql == []
+
+
+def test_errors_from_sql_libraries_keep_their_own_file_line_and_column(tmp_path, monkeypatch) -> None:
+    import framework.sql
+    from framework.errors import SqlSyntaxError
+
+    def register(text: str, file: str) -> None:
+        raise SqlSyntaxError("unknown clause FOO", file=file, line=3, column=7)
+
+    monkeypatch.setattr(framework.sql, "register_sql_library", register)
+    spec = make_pipeline(tmp_path, {"q.sql": "SELECT 1;\n\nCREATE VIEW v FOO;\n"})
+    with pytest.raises(SqlSyntaxError) as info:
+        load_pipeline(spec)
+    path = str((tmp_path / "q.sql").resolve())
+    assert (info.value.code, info.value.file, info.value.line, info.value.column) == ("SQL_SYNTAX_ERROR", path, 3, 7)
+    assert f"{path}:3:7:" in str(info.value)
+
+
+def test_sql_library_errors_without_a_file_get_the_library_path(tmp_path, monkeypatch) -> None:
+    import framework.sql
+
+    def register(text: str, file: str) -> None:
+        raise LoadError("no file given", code="SOME_SQL_PROBLEM")
+
+    monkeypatch.setattr(framework.sql, "register_sql_library", register)
+    spec = make_pipeline(tmp_path, {"q.sql": "SELECT 1;\n"})
+    with pytest.raises(LoadError) as info:
+        load_pipeline(spec)
+    path = str((tmp_path / "q.sql").resolve())
+    assert info.value.code == "SOME_SQL_PROBLEM" and info.value.file == path and path in str(info.value)
+
+
+def test_unexpected_failures_of_a_sql_library_are_load_errors_naming_it(tmp_path, monkeypatch) -> None:
+    import framework.sql
+
+    def register(text: str, file: str) -> None:
+        raise KeyError("internal")
+
+    monkeypatch.setattr(framework.sql, "register_sql_library", register)
+    spec = make_pipeline(tmp_path, {"q.sql": "SELECT 1;\n"})
+    with pytest.raises(LoadError) as info:
+        load_pipeline(spec)
+    assert info.value.code == "LIBRARY_LOAD_FAILED" and isinstance(info.value.__cause__, KeyError)
+    assert info.value.file == str((tmp_path / "q.sql").resolve())
+
+
+def test_a_mixed_python_and_sql_pipeline_loads_with_the_real_sql_registration(tmp_path) -> None:
+    spec = make_pipeline(tmp_path, {
+        "bronze.py": """
+            import dlt
+
+            @dlt.table
+            def bronze():
+                return spark.range(3)
+        """,
+        "silver.sql": """
+            -- a SQL dataset reading a Python one
+            CREATE OR REFRESH MATERIALIZED VIEW silver
+            COMMENT 'from SQL'
+            AS SELECT id FROM bronze;
+        """,
+        "gold.sql": SQL_NOTEBOOK.replace("FROM silver", "FROM LIVE.silver"),
+    })
+    loaded = load_pipeline(spec)
+    assert list(loaded.registry.datasets) == ["bronze", "silver", "gold"]
+    silver = loaded.registry.dataset("silver")
+    assert silver.kind is DatasetKind.MATERIALIZED_VIEW and silver.comment == "from SQL"
+    silver_file = tmp_path / "silver.sql"
+    assert Path(silver.location.file) == silver_file.resolve()
+    assert silver.location.line == line_of(silver_file, "CREATE OR REFRESH")
+    gold = loaded.registry.dataset("gold")
+    assert gold.kind is DatasetKind.MATERIALIZED_VIEW
+    assert gold.location.line == SQL_NOTEBOOK.splitlines().index(
+        "CREATE MATERIALIZED VIEW gold AS SELECT * FROM silver") + 1
