@@ -1,6 +1,8 @@
 """Pytest fixtures: one shared SparkSession for the whole test run, a fresh storage root per test.
 
 Tests that need no Spark never start it: the session is built lazily by the first test that asks for ``spark``.
+``postgres`` / ``postgres_db`` (``framework.testing.postgres``) start a throwaway PostgreSQL cluster the same way,
+only for the tests that ask for it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from framework.testing.postgres import postgres, postgres_db
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,3 +35,6 @@ def storage(tmp_path: Path) -> Path:
     root = tmp_path / "storage"
     root.mkdir()
     return root
+
+
+__all__ = ["postgres", "postgres_db", "spark", "storage"]

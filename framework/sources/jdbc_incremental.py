@@ -1,0 +1,236 @@
+"""``jdbc_incremental``: a Spark Python data source that reads a PostgreSQL table or query incrementally by a
+watermark column (a timestamp, date, integer or numeric column that grows as rows change).
+
+It is a plain ``pyspark.sql.datasource.DataSource``, so the same pipeline file runs in a Databricks pipeline
+once the source is registered there (``spark.dataSource.register(JdbcIncrementalDataSource)``); locally
+:func:`framework.sources.register_sources` does that before pipeline code runs.
+
+Streaming contract (``DataSourceStreamReader``):
+
+- the offset is ``{"watermark": <the column's text>, "nullRows": <rows without a watermark>}``; the first
+  start is ``startingWatermark`` (None: everything);
+- ``latestOffset`` asks the database for the greatest watermark above the start (with ``maxRowsPerBatch``,
+  the watermark of that many rows above it; rows sharing the end's value all come in, so a batch end never
+  splits equal values) and returns the start unchanged when there is nothing new, so no empty batch runs;
+- a batch reads ``start - lookback < column <= end``, in ``numPartitions`` ranges, with the predicate in the
+  SQL sent to the database; NULL watermarks never satisfy it;
+- Spark's checkpoint records each batch's offsets before the batch runs and its commit after the sink wrote
+  it, so a batch interrupted (a failure, kill -9) is read again with the same bounds: exactly once into a
+  Delta sink (with ``lookback``, rows of the lookback window come again on purpose: APPLY CHANGES or a dedup
+  removes them);
+- with ``Trigger.AvailableNow`` (the runner's triggered updates) the end is capped at the greatest watermark
+  seen when the query started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from framework.errors import Problem
+from framework.sources import pgclient
+from framework.sources.errors import SourceOptionsError, SourceQueryError
+from framework.sources.options import SOURCE_NAME, JdbcIncrementalOptions, parse_options
+from framework.sources.pgtypes import Column, ddl, literal, watermark_kind
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """A checked read: the options, the relation's columns and the watermark column."""
+
+    options: JdbcIncrementalOptions
+    columns: list[Column]
+    watermark: Column
+    starting_watermark: str | None  # normalised by the database (its own text of the value)
+
+    @property
+    def schema_ddl(self) -> str:
+        """The Spark schema (DDL text)."""
+        return ddl(self.columns)
+
+
+def plan_read(options: Mapping[str, str]) -> SourcePlan:
+    """Check the options against the database's catalog: the columns and their types, the watermark column
+    (present, orderable), ``lookback`` fitting its type and ``startingWatermark`` a value of it.
+
+    Raises:
+        SourceOptionsError: unknown, missing or malformed options (every problem at once).
+        UnsupportedColumnTypeError: a column without a Spark type (named).
+        SourceConnectionError: the database cannot be reached.
+        SourceQueryError: the table or query is refused.
+    """
+    opts = parse_options(options)
+    columns = pgclient.describe(opts)
+    by_name = {c.name: c for c in columns}
+    watermark = by_name.get(opts.watermark_column) or next(
+        (c for c in columns if c.name.lower() == opts.watermark_column.lower()), None)
+    if watermark is None:
+        raise SourceOptionsError(SOURCE_NAME, [Problem("UNKNOWN_WATERMARK_COLUMN", (
+            f"watermarkColumn '{opts.watermark_column}' is not a column of {opts.relation} "
+            f"(columns: {', '.join(c.name for c in columns)})"))])
+    kind = watermark_kind(watermark)
+    if opts.lookback is not None and opts.lookback_is_interval != (kind == "time"):
+        want = "an interval such as '2 hours'" if kind == "time" else "a number"
+        raise SourceOptionsError(SOURCE_NAME, [Problem("INVALID_LOOKBACK", (
+            f"'lookback' must be {want} for the {watermark.db_type} column '{watermark.name}', "
+            f"got '{opts.lookback}'"))])
+    start = None
+    if opts.starting_watermark is not None:
+        start = _normalised(opts, watermark, opts.starting_watermark)
+    return SourcePlan(opts, columns, watermark, start)
+
+
+def _normalised(opts: JdbcIncrementalOptions, column: Column, value: str) -> str:
+    try:
+        return str(pgclient.scalar(opts, f"SELECT CAST({literal(value)} AS {column.db_type})::text"))
+    except SourceQueryError:
+        raise SourceOptionsError(SOURCE_NAME, [Problem("INVALID_STARTING_WATERMARK", (
+            f"'startingWatermark' must be a {column.db_type} value for '{column.name}', got '{value}'"))]) from None
+
+
+class JdbcIncrementalDataSource(DataSource):
+    """``spark.readStream.format("jdbc_incremental")`` (and a batch ``spark.read`` of everything)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        """The relation's columns from the database's catalog, as Spark DDL."""
+        return plan_read(self.options).schema_ddl
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The incremental reader (see the module docstring)."""
+        return JdbcIncrementalStreamReader(plan_read(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A batch read of every row with a watermark above ``startingWatermark``."""
+        return JdbcBatchReader(plan_read(self.options))
+
+
+class RangePartition(InputPartition):
+    """One range of one batch: the SQL that reads it (``value``, as Spark pickles it to a worker)."""
+
+    def __init__(self, sql: str) -> None:
+        super().__init__(sql)
+        self.sql = sql
+
+
+def _offset(watermark: str | None, null_rows: int) -> dict[str, Any]:
+    return {"watermark": watermark, "nullRows": null_rows}
+
+
+def range_partitions(plan: SourcePlan, start: str | None, end: str) -> list[RangePartition]:
+    """The partitions of a batch ``(start - lookback, end]``, split into ``numPartitions`` ranges."""
+    opts, column = plan.options, plan.watermark
+    lower = None if start is None else pgclient.lowered(start, column, opts.lookback, opts.lookback_is_interval)
+    upper = pgclient.typed(end, column)
+    bounds: list[str | None] = [lower]
+    if opts.num_partitions > 1:
+        points = _split_points(plan, lower, upper)
+        bounds += [pgclient.typed(p, column) for p in points]
+    bounds.append(upper)
+    return [RangePartition(pgclient.range_sql(opts.relation, plan.columns, column, lo, hi))
+            for lo, hi in pairwise(bounds) if hi is not None]
+
+
+def _split_points(plan: SourcePlan, lower: str | None, upper: str) -> list[str]:
+    col, rel, parts = plan.watermark, plan.options.relation, plan.options.num_partitions
+    low = lower if lower is not None else f"(SELECT min({col.quoted}) FROM {rel} WHERE {col.quoted} <= {upper})"
+    sql = (f"SELECT p::text FROM (SELECT CAST(({low} + ({upper} - {low}) * k / {parts}) AS {col.db_type}) AS p "
+           f"FROM generate_series(1, {parts - 1}) AS k) AS s WHERE p > {low} AND p < {upper} GROUP BY p ORDER BY p")
+    with pgclient.connection(plan.options) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return [str(row[0]) for row in cur.fetchall() if row[0] is not None]
+
+
+def read_partition(plan: SourcePlan, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """The rows of one range, as Arrow record batches of the source's schema."""
+    sql = partition.sql if isinstance(partition, RangePartition) else str(partition.value)
+    yield from pgclient.read_batches(plan.options, sql, pgclient.arrow_schema(plan.columns), plan.columns)
+
+
+class JdbcIncrementalStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming side: offsets are watermarks (see the module docstring)."""
+
+    def __init__(self, plan: SourcePlan) -> None:
+        self.plan = plan
+        self._target: str | None = None
+        self._capped = False
+
+    def initialOffset(self) -> dict[str, Any]:
+        """``startingWatermark`` (None: before every row)."""
+        return _offset(self.plan.starting_watermark, 0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``maxRowsPerBatch`` as Spark's row limit, or everything."""
+        rows = self.plan.options.max_rows_per_batch
+        return ReadMaxRows(rows) if rows else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Remember the greatest watermark now: this run reads no further."""
+        opts, column = self.plan.options, self.plan.watermark
+        self._target = pgclient.scalar(opts, pgclient.max_watermark_sql(opts.relation, column, None, None, None))
+        self._capped = True
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The next batch's end, or ``start`` when nothing is new (see the module docstring)."""
+        if self._capped and self._target is None:
+            return start
+        opts, column = self.plan.options, self.plan.watermark
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        sql = pgclient.max_watermark_sql(opts.relation, column, start.get("watermark"), self._target, max_rows)
+        end = pgclient.scalar(opts, sql)
+        if end is None:
+            return start
+        nulls = pgclient.scalar(opts, pgclient.null_count_sql(opts.relation, column))
+        return _offset(str(end), int(nulls or 0))
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """The ranges of ``(start - lookback, end]``."""
+        if end.get("watermark") is None or start.get("watermark") == end.get("watermark"):
+            return []
+        return range_partitions(self.plan, start.get("watermark"), str(end["watermark"]))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """One range, read in a Python worker."""
+        return read_partition(self.plan, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: the database keeps no state for the reader."""
+
+
+class JdbcBatchReader(DataSourceReader):
+    """``spark.read.format("jdbc_incremental")``: every row with a watermark above ``startingWatermark``."""
+
+    def __init__(self, plan: SourcePlan) -> None:
+        self.plan = plan
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """The ranges up to the greatest watermark now."""
+        opts, column = self.plan.options, self.plan.watermark
+        end = pgclient.scalar(opts, pgclient.max_watermark_sql(opts.relation, column, self.plan.starting_watermark,
+                                                               None, None))
+        if end is None:
+            return [RangePartition(f"SELECT {pgclient.select_list(self.plan.columns)} FROM {opts.relation} "
+                                   "WHERE false")]
+        return range_partitions(self.plan, self.plan.starting_watermark, str(end))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """One range, read in a Python worker."""
+        return read_partition(self.plan, partition)
