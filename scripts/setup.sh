@@ -35,6 +35,15 @@ fi
 
 .venv/bin/python -m framework.runner.jars fetch >/dev/null
 
+# PostgreSQL for the database-source tests (framework/testing/postgres.py starts throwaway clusters with initdb
+# and pg_ctl). Installed from Debian's packages when running as root (CI, containers) and initdb is nowhere.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing postgresql (Debian package) for the database-source tests" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
+    || echo "setup: could not install postgresql; the database-source tests will fail" >&2
+fi
+
 # Headless Chromium renders the data-quality report in the end-to-end tests. Installed from Debian's packages
 # when running as root (CI, containers); elsewhere that test says how to install it.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

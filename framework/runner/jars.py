@@ -1,5 +1,5 @@
-"""Fetch the Delta jars from Maven Central once into the project-local cache, and build the framework's own small
-jar from ``jvm/src``; later runs are offline.
+"""Fetch the Delta jars and the JDBC drivers (``jars.maven`` in ``conf/spark.yaml``) from Maven Central once
+into the project-local cache, and build the framework's own small jar from ``jvm/src``; later runs are offline.
 
 Run as ``python -m framework.runner.jars fetch``. Uses Maven (``mvn dependency:copy``) with its default
 repository and ``javac`` against pyspark's jars; a no-op taking milliseconds when everything is in place.
@@ -22,6 +22,7 @@ _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:cop
 
 
 def missing_jars(settings: LocalSparkSettings) -> list[tuple[str, Path]]:
+    """The configured jars that are not cached yet, each as its Maven coordinate and its cache path."""
     return [(c, p) for c, p in zip(settings.jar_coordinates, settings.jar_paths(), strict=True) if not p.exists()]
 
 
@@ -34,7 +35,7 @@ def fetch(settings: LocalSparkSettings | None = None) -> list[Path]:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise EnvironmentSetupError(
-            "Maven (mvn) is needed once to fetch the Delta jars: install it (apt-get install maven) or copy "
+            "Maven (mvn) is needed once to fetch the Delta jars and JDBC drivers: install it (apt-get install maven) or copy "
             f"{', '.join(c for c, _ in todo)} into {settings.jar_cache_dir}"
         )
     settings.jar_cache_dir.mkdir(parents=True, exist_ok=True)
@@ -113,6 +114,7 @@ def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Pat
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m framework.runner.jars fetch``: download the missing jars; return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] != ["fetch"]:
         print("usage: python -m framework.runner.jars fetch", file=sys.stderr)
