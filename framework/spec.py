@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import re
 import reprlib
 import uuid
 from collections.abc import Mapping
@@ -31,7 +32,11 @@ DATABRICKS_KEYS = {
     "permissions", "usage_policy_id",
 }
 # Local-only keys (YAML specs; also accepted in JSON).
-LOCAL_KEYS = {"paths", "spark_conf", "environments", "root", "description", "layers"}
+LOCAL_KEYS = {"paths", "spark_conf", "environments", "root", "description", "layers", "tables"}
+# `tables`: tables the pipeline reads from outside it (framework/sources/external.py creates them locally).
+FILE_FORMATS = {"delta", "json", "csv", "parquet", "orc", "text", "avro", "xml"}
+TABLE_KEYS = {"path", "format", "options", "schema", "url", "dbtable", "query", "user", "password", "driver"}
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,2}$")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,25 @@ class Library:
 
     kind: LibraryKind
     path: str
+
+
+@dataclass(frozen=True)
+class ExternalTable:
+    """One entry of the spec's ``tables``: a table the pipeline reads that it does not define.
+
+    Attributes:
+        name: ``schema.table`` (or ``catalog.schema.table``) as pipeline code reads it.
+        format: ``delta``, a file format (``json``, ``csv``, ``parquet``, ...) or ``jdbc``.
+        path: The local folder of a Delta or file table (Databricks paths mapped through ``paths``).
+        options: Reader options (for ``jdbc``: ``url``, ``dbtable`` or ``query``, ``user``, ``password``, ...).
+        schema: The columns of a file table as DDL (``id bigint, name string``), when not inferred.
+    """
+
+    name: str
+    format: str
+    path: Path | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    schema: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +94,7 @@ class PipelineSpec:
     pipeline_id: str = ""
     layers: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    tables: tuple[ExternalTable, ...] = ()
 
     @property
     def tables_dir(self) -> Path:
@@ -259,6 +284,7 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
     maps = {what: _string_map(data.get(what), what, source, problems)
             for what in ("configuration", "paths", "spark_conf", "layers")}
     storage = _storage(data.get("storage"), root, str(name), maps["paths"], source, problems)
+    tables = external_tables(data.get("tables"), root, maps["paths"], source, problems)
     if problems:
         raise SpecError(source, problems)
     pipeline_id = str(data.get("id") or uuid.uuid5(uuid.NAMESPACE_URL, f"medallion/{name}/{storage}"))
@@ -270,7 +296,96 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
         development=bool(data.get("development", True)), continuous=bool(data.get("continuous", False)),
         channel=str(data.get("channel", "CURRENT")), edition=str(data.get("edition", "ADVANCED")),
         paths=maps["paths"], spark_conf=maps["spark_conf"], environment=env, pipeline_id=pipeline_id,
-        layers=maps["layers"], extra=extra)
+        layers=maps["layers"], extra=extra, tables=tuple(tables))
+
+
+def external_tables(value: Any, root: Path, paths: Mapping[str, str], source: str,
+                    problems: list[Problem]) -> list[ExternalTable]:
+    """The spec's ``tables``: ``{schema.table: {path: ..., format: ...}}`` or ``{schema.table: {format: jdbc,
+    url: ..., dbtable: ...}}``; every mistake is added to ``problems``."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        problems.append(Problem("INVALID_TABLES", "`tables` must map table names (schema.table) to their "
+                                "source, e.g. {cdc_data.users: {path: data/users, format: json}}", source))
+        return []
+    out = []
+    for name, body in value.items():
+        where = f"tables.{short_repr(name) if not isinstance(name, str) else name[:100]}"
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            problems.append(Problem("INVALID_TABLE_NAME", f"{where}: a table name is schema.table or "
+                                    "catalog.schema.table (letters, digits, underscores)", source))
+            continue
+        if not isinstance(body, dict):
+            problems.append(Problem("INVALID_TABLE", f"{where} must be a mapping such as {{path: data/users, "
+                                    "format: json}} or {format: jdbc, url: ..., dbtable: ...}", source))
+            continue
+        table = _external_table(name, body, where, root, paths, source, problems)
+        if table is not None:
+            out.append(table)
+    return out
+
+
+def _external_table(name: str, body: Mapping[str, Any], where: str, root: Path, paths: Mapping[str, str],
+                    source: str, problems: list[Problem]) -> ExternalTable | None:
+    found = len(problems)
+    for key in body:
+        if key not in TABLE_KEYS:
+            close = difflib.get_close_matches(str(key), sorted(TABLE_KEYS), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(sorted(TABLE_KEYS))})"
+            problems.append(Problem("UNKNOWN_TABLE_KEY", f"{where}: unknown key {short_repr(key)}{hint}", source))
+    fmt = str(body.get("format") or ("jdbc" if body.get("url") else "delta")).lower()
+    options = _string_map(body.get("options"), f"{where}.options", source, problems)
+    if fmt == "jdbc":
+        _jdbc_table(body, where, source, problems, options)
+    elif fmt in FILE_FORMATS:
+        if not isinstance(body.get("path"), str) or not body["path"].strip():
+            problems.append(Problem("MISSING_TABLE_PATH", f"{where}: a {fmt} table needs `path` (a folder)", source))
+        for key in ("url", "dbtable", "query", "user", "password", "driver"):
+            if key in body:
+                problems.append(Problem("INVALID_TABLE", f"{where}: `{key}` is for JDBC tables (format: jdbc)",
+                                        source))
+    else:
+        problems.append(Problem("UNKNOWN_TABLE_FORMAT", f"{where}: format '{fmt[:50]}' is not one of "
+                                f"{', '.join(sorted(FILE_FORMATS | {'jdbc'}))}", source))
+    schema = body.get("schema")
+    if schema is not None and not isinstance(schema, str):
+        problems.append(Problem("INVALID_TABLE", f"{where}: `schema` must be DDL text such as 'id bigint, "
+                                "name string'", source))
+    path = None
+    if fmt != "jdbc" and isinstance(body.get("path"), str):
+        path = _table_path(body["path"], root, paths, where, source, problems)
+    if len(problems) > found:
+        return None
+    return ExternalTable(name, fmt, path, options, schema)
+
+
+def _jdbc_table(body: Mapping[str, Any], where: str, source: str, problems: list[Problem],
+                options: dict[str, str]) -> None:
+    """Check a JDBC table's keys and move them into its reader ``options``."""
+    if not isinstance(body.get("url"), str) or not str(body["url"]).startswith("jdbc:"):
+        problems.append(Problem("MISSING_TABLE_URL", f"{where}: a JDBC table needs `url` (jdbc:postgresql://host:"
+                                "port/database)", source))
+    if ("dbtable" in body) == ("query" in body):
+        problems.append(Problem("INVALID_TABLE", f"{where}: give exactly one of `dbtable` and `query`", source))
+    if "path" in body:
+        problems.append(Problem("INVALID_TABLE", f"{where}: a JDBC table has no `path`", source))
+    for key in ("url", "dbtable", "query", "user", "password", "driver"):
+        if body.get(key) is not None:
+            options[key] = str(body[key])
+
+
+def _table_path(value: str, root: Path, paths: Mapping[str, str], where: str, source: str,
+                problems: list[Problem]) -> Path:
+    if value.startswith(("dbfs:/", "/dbfs/", "s3:", "abfss:", "gs:", "/Volumes/")):
+        from framework.paths import PathMapper
+
+        try:
+            value = PathMapper.from_spec(paths, root).map(value)
+        except PipelineError as exc:
+            problems.append(Problem("UNMAPPED_TABLE_PATH", f"{where}: {exc.message}", source))
+    path = Path(value)
+    return path if path.is_absolute() else (root / path).resolve()
 
 
 def _merged_settings(raw: Mapping[str, Any], env: str | None, overrides: Mapping[str, Any] | None, source: str,
