@@ -1,4 +1,4 @@
-"""``medallion``: validate, draw, run, watch and report on pipelines.
+"""``medallion``: validate, draw, run, watch and report on pipelines, and show where their streams stand.
 
 Exit codes:
     0: success.
@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spec(p)
     p.add_argument("--out", type=Path, default=Path("deploy"), help="output folder (default: deploy/)")
     p.add_argument("--prod-env", default="prod", help="spec environment used for the bundle's prod target")
+
+    p = sub.add_parser("state", help="print every streaming flow's source position from its checkpoint "
+                       "(watermark, files seen, Delta version); no Spark")
+    _add_spec(p)
 
     p = sub.add_parser("demo", help="generate sample data and run the sample pipeline twice (incremental)")
     p.add_argument("--spec", type=Path, default=None, help="default: conf/sample.yaml")
@@ -272,6 +276,20 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_state(args: argparse.Namespace) -> int:
+    """``medallion state``: every streaming flow's last committed source positions, read from the checkpoints
+    (``framework/sources/state.py``).
+
+    Returns:
+        0; a spec that does not load raises, and :func:`main` turns the error into the exit code.
+    """
+    from framework.sources.state import pipeline_state, render_state
+
+    spec = _spec(args, libraries=False)
+    print(render_state(pipeline_state(spec.checkpoints_dir)))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``medallion demo``: clear the sample's landing folder and storage, generate sample data and run the
     sample pipeline twice (the second update incremental), then show a gold table.
@@ -289,7 +307,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 
 _HANDLERS = {"validate": cmd_validate, "graph": cmd_graph, "run": cmd_run, "watch": cmd_watch,
-             "report": cmd_report, "deploy": cmd_deploy, "demo": cmd_demo}
+             "report": cmd_report, "deploy": cmd_deploy, "state": cmd_state, "demo": cmd_demo}
 
 if __name__ == "__main__":
     sys.exit(main())
