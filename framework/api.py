@@ -460,6 +460,17 @@ def create_auto_cdc_flow(target: str, source: str, keys: Any, sequence_by: Any, 
         columns_to_update=columns_to_update)
 
 
+def declare_auto_cdc_flow(location: SourceLocation, *, target: str, source: str, keys: Any, sequence_by: Any,
+                          flow_name: str | None = None, once: bool = False, stored_as_scd_type: Any = 1,
+                          **arguments: Any) -> None:
+    """An AUTO CDC flow declared by other than Python code (DLT SQL's ``APPLY CHANGES INTO``): the same checks
+    as :func:`create_auto_cdc_flow`, with errors at ``location``. ``arguments`` are its optional keywords."""
+    given = {"where": None, "ignore_null_updates": None, "apply_as_deletes": None, "apply_as_truncates": None,
+             "columns_to_update": None, **{name: None for name in _CDC_LISTS}, **arguments}
+    _declare_auto_cdc(location, flow_name=flow_name, once=once, target=target, source=source, keys=keys,
+                      sequence_by=sequence_by, stored_as_scd_type=stored_as_scd_type, **given)
+
+
 _CDC_LISTS = ("column_list", "except_column_list", "track_history_column_list", "track_history_except_column_list",
               "ignore_null_updates_column_list", "ignore_null_updates_except_column_list")
 

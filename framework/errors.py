@@ -282,6 +282,26 @@ class ConnectorMissingError(PipelineError):
         super().__init__(f"the '{source_format}' data source is not on Spark's class path; {fix}")
 
 
+class SqlError(PipelineError):
+    """A DLT SQL statement the framework cannot take: a parse error, an unsupported statement or clause. Names
+    the file, line and column, and the dataset where known (``column`` holds the column)."""
+
+    code = "SQL_ERROR"
+
+    def __init__(self, message: str, *, code: str, file: str | None = None, line: int | None = None,
+                 column: int | None = None, dataset: str | None = None) -> None:
+        self.column = column
+        self.dataset = dataset
+        where = f"dataset '{dataset}': " if dataset else ""
+        super().__init__(where + message, code=code, file=file, line=line)
+
+    def render(self) -> str:
+        """``[CODE] file:line:column: message``."""
+        if self.file and self.line and self.column:
+            return f"[{self.code}] {self.file}:{self.line}:{self.column}: {self.message}"
+        return super().render()
+
+
 class ConcurrentUpdateError(PipelineError):
     """Another update is running on the same storage root."""
 

@@ -4,6 +4,7 @@ the flow executor writes; this module only connects them."""
 
 from __future__ import annotations
 
+import itertools
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,8 @@ from typing import TYPE_CHECKING
 from framework.declarations import DatasetKind
 from framework.errors import FlowError
 from framework.failures import classify
-from framework.quality.engine import ExpectationResult
 from framework.registry import normalize_name
+from framework.runner.delta_log import has_commit
 from framework.runner.flows import FlowExecutor, discard_failed_first_write, timed_run
 from framework.runner.progress import FlowEvent, ProgressListener
 from framework.runner.resolve import flow_kind_label
@@ -50,7 +51,17 @@ class Execution:
         self.results = {key: FlowResult(e.name, e.target, e.kind) for key, e in self.events.items()}
         initial = {key: EXCLUDED for key in graph.order if key not in selected}
         initial.update({key: COMPLETED for key in selected if self._is_view(key)})
-        self.scheduler = Scheduler(graph.order, flow_dependencies(graph, selected), initial)
+        self.scheduler = Scheduler(graph.order, flow_dependencies(graph, selected, self._new_targets()), initial)
+
+    def _new_targets(self) -> frozenset[str]:
+        """The tables written by several flows that have no commit yet (see :func:`flow_dependencies`)."""
+        registry = self.graph.registry
+        counts: dict[str, int] = {}
+        for flow in registry.flows.values():
+            target = normalize_name(flow.target)
+            counts[target] = counts.get(target, 0) + 1
+        return frozenset(t for t, n in counts.items() if n > 1 and t in registry.datasets
+                         and not has_commit(self.router.env.table_path(registry, t)))
 
     def _is_view(self, key: str) -> bool:
         return self.graph.kinds.get(normalize_name(self.graph.registry.flows[key].target)) is DatasetKind.VIEW
@@ -83,7 +94,8 @@ class Execution:
         return [self.results[k] for k in self.graph.order]
 
     def _run_flow(self, key: str) -> _Outcome:
-        """Run one flow (twice at most); never raises: the failure is classified and returned."""
+        """Run one flow (twice at most); never raises: the failure is classified and returned. What each
+        attempt committed (a failed streaming attempt's earlier micro-batches) adds up in the flow's result."""
         result = self.results[key]
         event = self.events[key]
         attempt = 0
@@ -92,17 +104,21 @@ class Execution:
             executor = FlowExecutor(self.router, self.graph, key, self.prebuilt if attempt == 1 else {})
             path = executor.table_path
             existed = path is not None and Path(path).exists()
+            part = FlowResult(result.flow, result.target, result.kind)
             try:
-                timed_run(executor, result)
+                timed_run(executor, part)
             except Exception as exc:  # classified once, here
                 error = _classify(executor, exc)
                 if path is not None:
                     discard_failed_first_write(path, existed)
+                result.add(part)
                 if attempt == 1 and getattr(error, "retryable", False):
                     result.attempts = 2
                     self.listener.flow_retrying(event, retry_reason(error), error)
                     continue
                 return _Outcome(key, error, [])
+            result.add(part)
+            result.status = part.status
             _clean_sources(executor)
             return _Outcome(key, None, executor.view_results)
 
@@ -126,11 +142,7 @@ class Execution:
         if key not in self.results:
             return
         self.listener.view_checked(self.events[key], view)
-        total = self.results[key]
-        total.num_input_rows = (total.num_input_rows or 0) + (view.num_input_rows or 0)
-        total.num_output_rows = (total.num_output_rows or 0) + (view.num_output_rows or 0)
-        total.dropped_records += view.dropped_records
-        total.expectations = _add_expectations(total.expectations, view.expectations)
+        self.results[key].add(view)
 
 
 def flow_events(graph: PipelineGraph) -> dict[str, FlowEvent]:
@@ -149,24 +161,22 @@ def retry_reason(error: BaseException) -> str:
     return "schema widened"
 
 
-def _add_expectations(total: list[ExpectationResult], more: list[ExpectationResult]) -> list[ExpectationResult]:
+def flow_dependencies(graph: PipelineGraph, selected: set[str],
+                      new_targets: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
+    """For each flow, the selected flows that write what it reads (through views, which are computed inline).
 
-    by_name = {e.name: e for e in total}
-    for e in more:
-        old = by_name.get(e.name)
-        by_name[e.name] = e if old is None else ExpectationResult(
-            e.name, e.dataset, old.passed_records + e.passed_records, old.failed_records + e.failed_records,
-            e.action)
-    return list(by_name.values())
-
-
-def flow_dependencies(graph: PipelineGraph, selected: set[str]) -> dict[str, frozenset[str]]:
-    """For each flow, the selected flows that write what it reads (through views, which are computed inline)."""
+    Flows into one of ``new_targets`` (tables that have no commit yet) also wait for the flow before them into
+    the same table: two first writes to an empty folder conflict in Delta (both try to create the table)."""
     writers: dict[str, list[str]] = {}
     for key in graph.order:
         writers.setdefault(normalize_name(graph.registry.flows[key].target), []).append(key)
-    return {key: frozenset(w for d in _through_views(graph, graph.inputs[key]) for w in writers.get(d, [])
-                           if w != key and w in selected) for key in graph.order}
+    deps = {key: {w for d in _through_views(graph, graph.inputs[key]) for w in writers.get(d, [])
+                     if w != key and w in selected} for key in graph.order}
+    for target in new_targets:
+        chain = [k for k in writers.get(target, []) if k in selected]
+        for before, after in itertools.pairwise(chain):
+            deps[after].add(before)
+    return {key: frozenset(d) for key, d in deps.items()}
 
 
 def _through_views(graph: PipelineGraph, datasets: list[str]) -> set[str]:
@@ -197,7 +207,7 @@ def _classify(executor: FlowExecutor, exc: BaseException) -> BaseException:
 
 
 def _clean_sources(executor: FlowExecutor) -> None:
-    """cleanSource (MOVE/DELETE) for the files a successful flow committed."""
+    """Apply ``cleanSource`` (MOVE/DELETE) to the files a successful flow committed."""
     if not executor.reader.sources:
         return
     from framework.autoloader import clean_source

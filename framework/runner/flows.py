@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import shutil
@@ -77,12 +78,14 @@ class FlowExecutor:
 
     @property
     def expectations(self) -> tuple[Any, ...]:
+        """The expectations this flow applies: its target's (for its query or append flows) and its own."""
         own = self.dataset.expectations if self.dataset is not None and self.flow.kind is FlowKind.QUERY else ()
         if self.dataset is not None and self.flow.kind is FlowKind.APPEND:
             own = self.dataset.expectations
         return (*own, *self.flow.expectations)
 
     def run(self, result: FlowResult) -> None:
+        """Run the flow once with the executor of its kind, recording what it did in ``result``."""
         flow = self.flow
         activate_session(self.env.spark)
         if flow.kind is FlowKind.AUTO_CDC:
@@ -287,14 +290,27 @@ class FlowExecutor:
         if self.dataset is not None and self.dataset.partition_cols:
             writer = writer.partitionBy(*self.dataset.partition_cols)
         query = start_query(out, lambda: writer.start(path))
-        query.awaitTermination()
-        progresses = list(query.recentProgress)
+        try:
+            query.awaitTermination()
+        except Exception:
+            # the micro-batches committed before the failure count (the event log and the report add them up)
+            with contextlib.suppress(Exception):
+                self._streamed(result, list(query.recentProgress), observation, failed=True)
+            raise
+        self._streamed(result, list(query.recentProgress), observation, failed=False)
+        self._apply_properties(path, created)
+
+    def _streamed(self, result: FlowResult, progresses: list[Any], observation: str, *, failed: bool) -> None:
+        """Record the metrics of a streaming query's committed micro-batches (``progresses``); after a failure,
+        only when some batch with data was committed."""
+        batches = sum(1 for p in progresses if p.numInputRows)
+        if failed and not batches:
+            return
         observed = [dict(p.observedMetrics.get(observation, {}).asDict()) if p.observedMetrics.get(observation)
                     else {} for p in progresses]
         result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
-        self._record(result, sum_observed(observed), batches=sum(1 for p in progresses if p.numInputRows))
+        self._record(result, sum_observed(observed), batches=batches)
         self._views_streamed(progresses)
-        self._apply_properties(path, created)
 
     def _run_sink(self, result: FlowResult) -> None:
         assert self.sink is not None
@@ -342,24 +358,36 @@ class FlowExecutor:
         target.check_compatible()
         app_id = f"{self.key}-{generation_id(checkpoint)}"
         with self.router.activate(self.reader) as reader:
-            source = reader.read(spec.source) if self.flow.once else reader.read_stream(spec.source)
+            source = reader.table(spec.source, streaming=not self.flow.once)  # a pipeline dataset or a catalog table
         metrics: list[Any] = []
+        try:
+            self._apply_cdc_source(source, target, checkpoint, app_id, metrics, result)
+        except Exception:
+            if metrics:  # the batches applied before the failure are committed: they count
+                _cdc_counts(result, metrics)
+            raise
+        _cdc_counts(result, metrics)
+        self._apply_properties(path, created)
+
+    def _apply_cdc_source(self, source: DataFrame, target: Any, checkpoint: str, app_id: str,
+                          metrics: list[Any], result: FlowResult) -> None:
+        """Apply ``source`` to the APPLY CHANGES ``target``, batch by batch; each batch's metrics are appended
+        to ``metrics`` once it committed."""
         if not source.isStreaming:
             marker = Path(checkpoint) / "once.done"
             if not marker.exists():
                 metrics.append(target.apply_batch(source, 0, app_id))
                 marker.write_text(datetime.now(UTC).isoformat())
-        else:
-            writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-                      .foreachBatch(self.handler_errors.wrap(lambda batch, batch_id: metrics.append(
-                          target.apply_batch(batch, batch_id, app_id)))))
-            query = start_query(source, writer.start)
+            return
+        writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+                  .foreachBatch(self.handler_errors.wrap(lambda batch, batch_id: metrics.append(
+                      target.apply_batch(batch, batch_id, app_id)))))
+        query = start_query(source, writer.start)
+        try:
             query.awaitTermination()
-            result.num_input_rows = sum(int(p.numInputRows or 0) for p in query.recentProgress)
-        result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
-        result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
-        result.batches = len(metrics)
-        self._apply_properties(path, created)
+        finally:
+            with contextlib.suppress(Exception):  # a failed query's committed batches still had input
+                result.num_input_rows = sum(int(p.numInputRows or 0) for p in query.recentProgress)
 
     def _run_snapshot_cdc(self, result: FlowResult) -> None:
         from framework.cdc import SnapshotTarget
@@ -410,6 +438,13 @@ class FlowExecutor:
             check.flow, check.dataset, DatasetKind.VIEW.value, status="COMPLETED",
             num_input_rows=quality.input_rows, num_output_rows=quality.output_rows,
             dropped_records=quality.dropped_records, expectations=list(quality.expectations), batches=1))
+
+
+def _cdc_counts(result: FlowResult, metrics: list[Any]) -> None:
+    """The rows the committed APPLY CHANGES batches upserted and deleted."""
+    result.num_upserted_rows = sum(int(m.num_upserted_rows) for m in metrics)
+    result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
+    result.batches = len(metrics)
 
 
 def _counted_once(handler: Any) -> Any:

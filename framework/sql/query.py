@@ -1,0 +1,197 @@
+"""A DLT SQL query as a DataFrame: Spark parses it, the framework swaps what it reads for the pipeline's reads.
+
+The query text is parsed by Spark's own SQL parser (no regular expressions). Every relation the parsed plan
+reads is found with its place in the text: ``STREAM(x)`` / ``STREAM x``, ``LIVE.x``, ``schema.x``,
+``catalog.schema.x``, ``read_files(...)`` (batch, or Auto Loader under ``STREAM``), legacy
+``cloud_files(...)`` and direct file queries (``json.`/path```). Each is read through ``spark`` as pipeline
+code would (``spark.read.table``, ``spark.readStream.table``, ``format("cloudFiles")``), so the runner's reads,
+Databricks path mapping and Auto Loader apply, registered as a temporary view, and its text replaced by the
+view's name; Spark then analyses the rewritten query.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from framework.errors import SqlError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+FILE_FORMATS = {"json", "csv", "parquet", "orc", "text", "binaryfile", "avro", "xml", "delta"}
+_AUTOLOADER_OPTIONS = {  # read_files names Auto Loader's options without the cloudFiles. prefix
+    "allowoverwrites", "includeexistingfiles", "inferschema", "infercolumntypes", "maxbytespertrigger",
+    "maxfileage", "maxfilespertrigger", "partitioncolumns", "schemaevolutionmode", "schemahints",
+    "schemalocation", "validateoptions", "cleansource", "usenotifications", "useincrementallisting",
+    "backfillinterval", "rescueddatacolumn",
+}
+_COUNTER = itertools.count()
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One thing a query reads, and where it stands in the query text (``stop`` inclusive)."""
+
+    kind: str  # table | files | read_files | cloud_files
+    start: int
+    stop: int
+    streaming: bool
+    name: str = ""  # table name (dotted), or the file format for direct file queries
+    path: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+
+
+def parse_relations(spark: Any, text: str) -> list[Relation]:
+    """What ``text`` reads, from Spark's parsed (unresolved) plan. Raises Spark's ParseException."""
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    ctes: set[str] = set()
+    found: list[Relation] = []
+    for node, streaming in _nodes(plan, False):
+        name = node.getClass().getSimpleName()
+        if name == "UnresolvedWith":
+            relations = node.cteRelations()
+            ctes.update(str(relations.apply(i)._1()).lower() for i in range(relations.size()))
+        elif name == "UnresolvedRelation":
+            parts = _strings(node.multipartIdentifier())
+            found.append(_table_or_files(node, parts, streaming or bool(node.isStreaming())))
+        elif name == "UnresolvedTableValuedFunction":
+            found.append(_function(node, streaming or bool(node.isStreaming())))
+    return [r for r in found if not (r.kind == "table" and r.name.lower() in ctes)]
+
+
+def _nodes(node: Any, streaming: bool) -> Iterator[tuple[Any, bool]]:
+    """Every plan node with whether it sits under ``STREAM``, subqueries included. A ``STREAM(...)`` node
+    stands for its child, which takes its place in the text."""
+    kind = node.getClass().getSimpleName()
+    if kind == "NamedStreamingRelation":
+        child = node.child()
+        yield _Spanned(child, node), True
+        return
+    yield node, streaming
+    for seq in (node.children(), node.subqueries()):
+        for i in range(seq.size()):
+            yield from _nodes(seq.apply(i), streaming)
+    if kind == "UnresolvedWith":  # the CTEs' own queries are not children
+        relations = node.cteRelations()
+        for i in range(relations.size()):
+            yield from _nodes(relations.apply(i)._2(), streaming)
+
+
+class _Spanned:
+    """A node whose place in the text is its ``STREAM(...)`` wrapper's."""
+
+    def __init__(self, node: Any, wrapper: Any) -> None:
+        self._node = node
+        self._wrapper = wrapper
+
+    def origin(self) -> Any:
+        return self._wrapper.origin()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._node, name)
+
+
+def _span(node: Any) -> tuple[int, int]:
+    origin = node.origin()
+    return int(origin.startIndex().get()), int(origin.stopIndex().get())
+
+
+def _strings(seq: Any) -> list[str]:
+    return [str(seq.apply(i)) for i in range(seq.size())]
+
+
+def _table_or_files(node: Any, parts: list[str], streaming: bool) -> Relation:
+    start, stop = _span(node)
+    if len(parts) == 2 and parts[0].lower() in FILE_FORMATS and ("/" in parts[1] or ":" in parts[1]):
+        return Relation("files", start, stop, streaming, name=parts[0].lower(), path=parts[1])
+    return Relation("table", start, stop, streaming, name=".".join(_quote(p) for p in parts))
+
+
+def _quote(part: str) -> str:
+    return part if part.replace("_", "").isalnum() else "`" + part.replace("`", "``") + "`"
+
+
+def _function(node: Any, streaming: bool) -> Relation:
+    start, stop = _span(node)
+    function = ".".join(_strings(node.name())).lower()
+    positional: list[str] = []
+    named: list[tuple[str, str]] = []
+    args = node.functionArgs()
+    for i in range(args.size()):
+        arg = args.apply(i)
+        kind = arg.getClass().getSimpleName()
+        if kind == "NamedArgumentExpression":
+            named.append((str(arg.key()), _literal(arg.value())))
+        elif kind == "UnresolvedFunction" and str(arg.nameParts().apply(0)).lower() == "map":
+            values = [_literal(c) for c in _children(arg)]
+            named.extend(zip(values[0::2], values[1::2], strict=True))
+        else:
+            positional.append(_literal(arg))
+    if function == "read_files":
+        if not positional:
+            raise SqlError("read_files needs a path", code="SQL_PARSE_ERROR")
+        return Relation("read_files", start, stop, streaming, path=positional[0], options=tuple(named))
+    if function == "cloud_files":
+        if len(positional) < 2:
+            raise SqlError("cloud_files needs a path and a format: cloud_files(path, format[, map(...)])",
+                           code="SQL_PARSE_ERROR")
+        return Relation("cloud_files", start, stop, True, path=positional[0],
+                        options=(("format", positional[1]), *named))
+    raise SqlError(f"the table-valued function {function}(...) is not supported in a local pipeline "
+                   "(read_files and cloud_files are)", code="SQL_UNSUPPORTED_FUNCTION")
+
+
+def _children(expr: Any) -> list[Any]:
+    seq = expr.children()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _literal(expr: Any) -> str:
+    if expr.getClass().getSimpleName() != "Literal":
+        raise SqlError(f"expected a literal value, found {expr.sql()}", code="SQL_PARSE_ERROR")
+    value = expr.value()
+    return "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def query_dataframe(text: str) -> DataFrame:
+    """Run the SQL query ``text`` inside the active flow: its reads through the pipeline's ``spark``."""
+    spark = builtins.spark  # type: ignore[attr-defined]  # the runner's session proxy while a flow runs
+    relations = sorted(parse_relations(spark, text), key=lambda r: r.start, reverse=True)
+    rewritten = text
+    for relation in relations:
+        view = f"__live_sql_{next(_COUNTER)}"
+        _read(spark, relation).createOrReplaceTempView(view)
+        rewritten = rewritten[:relation.start] + f"`{view}`" + rewritten[relation.stop + 1:]
+    return spark.sql(rewritten)
+
+
+def _read(spark: Any, relation: Relation) -> DataFrame:
+    if relation.kind == "table":
+        reader = spark.readStream if relation.streaming else spark.read
+        return reader.table(relation.name)
+    if relation.kind == "files":
+        return spark.read.format(relation.name).load(relation.path)
+    options = {k: v for k, v in relation.options}
+    fmt = options.pop("format", None)
+    if not fmt:
+        raise SqlError(f"{relation.kind}('{relation.path}'): give the format (format => 'json')",
+                       code="SQL_PARSE_ERROR")
+    if relation.kind == "cloud_files" or relation.streaming:
+        return _auto_loader(spark, relation, fmt, options)
+    reader = spark.read.format(fmt).option("inferSchema", "true")
+    if fmt.lower() == "csv":
+        reader = reader.option("header", "true")  # read_files' default
+    return reader.options(**options).load(relation.path)
+
+
+def _auto_loader(spark: Any, relation: Relation, fmt: str, options: dict[str, str]) -> DataFrame:
+    """``STREAM read_files(...)`` and ``cloud_files(...)``: Auto Loader, with read_files' own defaults."""
+    prefixed = {(f"cloudFiles.{k}" if k.lower() in _AUTOLOADER_OPTIONS else k): v for k, v in options.items()}
+    reader = spark.readStream.format("cloudFiles").option("cloudFiles.format", fmt)
+    if relation.kind == "read_files":
+        reader = reader.option("cloudFiles.inferColumnTypes", "true")  # read_files infers types
+    return reader.options(**prefixed).load(relation.path)
