@@ -86,6 +86,10 @@ class PostgresServer:
         """Stop the server at once (``-m immediate``: no checkpoint, a throwaway cluster needs none)."""
         self.pg_ctl("-m", "immediate", "-w", "stop")
 
+    def start(self) -> None:
+        """Start the (stopped) server again on the same port."""
+        _start(self)
+
     def restart(self) -> None:
         """Stop and start again, e.g. to drop every open connection."""
         self.stop()

@@ -1,0 +1,145 @@
+"""Benchmark: the ``jdbc_incremental`` source against Spark's own JDBC reader, on a real PostgreSQL.
+
+1. ``first_load``: every row of a ``1,000,000 * --scale``-row orders table. Framework: a
+   ``spark.readStream.format("jdbc_incremental")`` query (``numPartitions`` ranges of the watermark column,
+   ADBC binary COPY → Arrow in Python workers), trigger available-now, fresh checkpoint. Baseline: Spark's batch
+   ``spark.read.jdbc`` (the PostgreSQL JDBC driver) with the same partition count, partitioned on the primary
+   key. Both sides write to Spark's ``noop`` sink, so the figures are the reads' own (a Delta write would add the
+   same cost to both). Wanted: framework throughput ≥ 0.8 x the baseline's, i.e. time ratio ≤ 1.25.
+2. ``incremental``: after each framework first load, 1 % of the rows change (``updated_at`` moves forward) and
+   the same query runs again from its checkpoint: it must read exactly those rows (count checked) and cost at
+   most 0.15 x the first load. PostgreSQL has an index on ``updated_at``, as a table read by watermark should.
+
+The throwaway PostgreSQL cluster comes from ``framework.testing.postgres`` (as in the tests). Medians of
+``--runs``; the load average is printed; the ratios come last.
+
+Run: ``.venv/bin/python -m bench.bench_jdbc [--scale 1] [--runs 3] [--partitions 2]``
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from bench.harness import Comparison, common_args, write_json
+from framework.runner.session import get_or_create_session
+from framework.sources import register_sources
+from framework.testing.postgres import PostgresDatabase, create_database, start_server
+
+ROWS = 1_000_000
+
+
+def _load_table(db: PostgresDatabase, rows: int) -> None:
+    db.execute(
+        "CREATE TABLE orders (order_id bigint PRIMARY KEY, customer text, amount numeric(10,2), status text, "
+        "updated_at timestamptz NOT NULL)",
+        f"INSERT INTO orders SELECT g, 'customer-' || (g % 5000), (g % 10000) / 100.0, "
+        f"(ARRAY['new','paid','shipped'])[1 + g % 3], timestamptz '2024-01-01' + g * interval '1 second' "
+        f"FROM generate_series(1, {rows}) g",
+        "CREATE INDEX orders_updated_at ON orders (updated_at)",
+        "ANALYZE orders")
+
+
+def _framework_load(spark: SparkSession, db: PostgresDatabase, checkpoint: Path, partitions: int) -> int:
+    """One available-now run of the jdbc_incremental stream; the rows it read."""
+    query = (spark.readStream.format("jdbc_incremental").options(**db.options)
+             .option("dbtable", "public.orders").option("watermarkColumn", "updated_at")
+             .option("numPartitions", str(partitions)).load()
+             .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return sum(int(p.numInputRows) for p in query.recentProgress)
+
+
+def _baseline_load(spark: SparkSession, db: PostgresDatabase, rows: int, partitions: int) -> None:
+    props = {"user": db.user, "password": db.password, "driver": "org.postgresql.Driver", "fetchsize": "10000"}
+    df = spark.read.jdbc(db.url, "public.orders", column="order_id", lowerBound=1, upperBound=rows,
+                         numPartitions=partitions, properties=props)
+    df.write.format("noop").mode("overwrite").save()
+
+
+def _change_one_percent(db: PostgresDatabase, rows: int, run: int) -> int:
+    step = 100
+    db.execute(f"UPDATE orders SET amount = amount + 1, updated_at = timestamptz '2030-01-01' + "
+               f"interval '{run + 1} day' + order_id * interval '1 millisecond' "
+               f"WHERE order_id % {step} = {run % step}")
+    return rows // step
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = common_args(__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=2, help="read partitions on both sides (default 2)")
+    args = parser.parse_args(argv)
+    rows = int(ROWS * args.scale)
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-jdbc-"))
+    server = start_server()
+    try:
+        db = create_database(server)
+        started = time.perf_counter()
+        _load_table(db, rows)
+        print(f"generated {rows:,} rows in PostgreSQL in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        spark = get_or_create_session()
+        register_sources(spark)
+        first, incremental = _run(spark, db, rows, work, args.runs, args.partitions)
+    finally:
+        server.stop()
+        shutil.rmtree(server.folder, ignore_errors=True)
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {rows:,} rows, "
+          f"{args.partitions} partitions each side")
+    print(incremental.report(limit=0.15))
+    print(first.report(limit=1.25))
+    throughput = first.baseline_median / first.framework_median
+    print(f"[first_load] throughput framework/baseline = {throughput:.3f}  (wanted >= 0.80: "
+          f"{'OK' if throughput >= 0.8 else 'UNDER'})")
+    write_json(args.json, first, incremental)
+    return 0
+
+
+def _run(spark: SparkSession, db: PostgresDatabase, rows: int, work: Path, runs: int,
+         partitions: int) -> tuple[Comparison, Comparison]:
+    first = Comparison("first_load")
+    incremental = Comparison("incremental")  # framework: the update; "baseline": the same flow's first load
+    _framework_load(spark, db, work / "warmup", partitions)  # JIT, Python workers, caches: not counted
+    _baseline_load(spark, db, rows, partitions)
+    read_counts = []
+    for i in range(runs):
+        checkpoint = work / f"checkpoint-{i}"
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        order = ["framework", "baseline"] if i % 2 == 0 else ["baseline", "framework"]
+        for side in order:
+            start = time.perf_counter()
+            if side == "framework":
+                read = _framework_load(spark, db, checkpoint, partitions)
+                assert read >= rows, f"the first load read {read} rows, not {rows}"
+            else:
+                _baseline_load(spark, db, rows, partitions)
+            elapsed = time.perf_counter() - start
+            (first.framework_s if side == "framework" else first.baseline_s).append(elapsed)
+            print(f"  run {i + 1}/{runs} first load {side}: {elapsed:.2f}s", file=sys.stderr, flush=True)
+        changed = _change_one_percent(db, rows, i)
+        start = time.perf_counter()
+        read = _framework_load(spark, db, checkpoint, partitions)
+        elapsed = time.perf_counter() - start
+        if read != changed:
+            raise SystemExit(f"the update read {read} rows; {changed} changed")
+        read_counts.append(read)
+        incremental.framework_s.append(elapsed)
+        incremental.baseline_s.append(first.framework_s[-1])
+        print(f"  run {i + 1}/{runs} update after 1% changed: {elapsed:.2f}s ({read} rows)", file=sys.stderr)
+    incremental.extra["rows read by each update (= rows changed)"] = read_counts
+    first.extra["rows per second, medians"] = (f"framework {rows / statistics.median(first.framework_s):,.0f}, "
+                                               f"baseline {rows / statistics.median(first.baseline_s):,.0f}")
+    return first, incremental
+
+
+if __name__ == "__main__":
+    sys.exit(main())
