@@ -59,7 +59,9 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
             parts = _strings(node.multipartIdentifier())
             found.append(_table_or_files(node, parts, streaming or bool(node.isStreaming())))
         elif name == "UnresolvedTableValuedFunction":
-            found.append(_function(node, streaming or bool(node.isStreaming())))
+            function = _function(node, streaming or bool(node.isStreaming()))
+            if function is not None:  # other table-valued functions (range, explode, ...) are Spark's own
+                found.append(function)
     return [r for r in found if not (r.kind == "table" and r.name.lower() in ctes)]
 
 
@@ -115,9 +117,11 @@ def _quote(part: str) -> str:
     return part if part.replace("_", "").isalnum() else "`" + part.replace("`", "``") + "`"
 
 
-def _function(node: Any, streaming: bool) -> Relation:
+def _function(node: Any, streaming: bool) -> Relation | None:
     start, stop = _span(node)
     function = ".".join(_strings(node.name())).lower()
+    if function not in ("read_files", "cloud_files"):
+        return None
     positional: list[str] = []
     named: list[tuple[str, str]] = []
     args = node.functionArgs()
@@ -135,14 +139,10 @@ def _function(node: Any, streaming: bool) -> Relation:
         if not positional:
             raise SqlError("read_files needs a path", code="SQL_PARSE_ERROR")
         return Relation("read_files", start, stop, streaming, path=positional[0], options=tuple(named))
-    if function == "cloud_files":
-        if len(positional) < 2:
-            raise SqlError("cloud_files needs a path and a format: cloud_files(path, format[, map(...)])",
-                           code="SQL_PARSE_ERROR")
-        return Relation("cloud_files", start, stop, True, path=positional[0],
-                        options=(("format", positional[1]), *named))
-    raise SqlError(f"the table-valued function {function}(...) is not supported in a local pipeline "
-                   "(read_files and cloud_files are)", code="SQL_UNSUPPORTED_FUNCTION")
+    if len(positional) < 2:
+        raise SqlError("cloud_files needs a path and a format: cloud_files(path, format[, map(...)])",
+                       code="SQL_PARSE_ERROR")
+    return Relation("cloud_files", start, stop, True, path=positional[0], options=(("format", positional[1]), *named))
 
 
 def _children(expr: Any) -> list[Any]:
@@ -177,21 +177,26 @@ def _read(spark: Any, relation: Relation) -> DataFrame:
         return spark.read.format(relation.name).load(relation.path)
     options = {k: v for k, v in relation.options}
     fmt = options.pop("format", None)
+    schema = options.pop("schema", None)  # a DDL string: the files' schema, as .schema(...) in Python
     if not fmt:
         raise SqlError(f"{relation.kind}('{relation.path}'): give the format (format => 'json')",
                        code="SQL_PARSE_ERROR")
     if relation.kind == "cloud_files" or relation.streaming:
-        return _auto_loader(spark, relation, fmt, options)
-    reader = spark.read.format(fmt).option("inferSchema", "true")
+        return _auto_loader(spark, relation, fmt, options, schema)
+    reader = spark.read.format(fmt)
+    reader = reader.schema(schema) if schema else reader.option("inferSchema", "true")
     if fmt.lower() == "csv":
         reader = reader.option("header", "true")  # read_files' default
     return reader.options(**options).load(relation.path)
 
 
-def _auto_loader(spark: Any, relation: Relation, fmt: str, options: dict[str, str]) -> DataFrame:
+def _auto_loader(spark: Any, relation: Relation, fmt: str, options: dict[str, str],
+                 schema: str | None) -> DataFrame:
     """``STREAM read_files(...)`` and ``cloud_files(...)``: Auto Loader, with read_files' own defaults."""
     prefixed = {(f"cloudFiles.{k}" if k.lower() in _AUTOLOADER_OPTIONS else k): v for k, v in options.items()}
     reader = spark.readStream.format("cloudFiles").option("cloudFiles.format", fmt)
+    if schema:
+        reader = reader.schema(schema)
     if relation.kind == "read_files":
         reader = reader.option("cloudFiles.inferColumnTypes", "true")  # read_files infers types
     return reader.options(**prefixed).load(relation.path)

@@ -220,3 +220,29 @@ def test_unsupported_statements_and_clauses_are_errors_never_skipped(spark: Spar
         resolve_pipeline(spec, spark)
     assert info.value.code == "SQL_UNSUPPORTED_STATEMENT"
     assert (info.value.line, info.value.column) == (3, 1)  # make_pipeline dedents the file
+
+
+NOTEBOOK = """-- Databricks notebook source
+-- MAGIC %md
+-- MAGIC # Orders; this cell is markdown; a ; here ends nothing
+
+-- COMMAND ----------
+
+CREATE OR REFRESH MATERIALIZED VIEW numbers AS SELECT id FROM range(5)
+
+-- COMMAND ----------
+
+-- MAGIC %sql
+-- MAGIC CREATE OR REFRESH MATERIALIZED VIEW evens (
+-- MAGIC   CONSTRAINT even EXPECT (id % 2 = 0) ON VIOLATION DROP ROW
+-- MAGIC ) AS SELECT * FROM LIVE.numbers
+"""
+
+
+def test_sql_notebook_with_markdown_and_magic_cells(spark: SparkSession, tmp_path: Path) -> None:
+    spec = make_pipeline(tmp_path, {"orders": NOTEBOOK})  # a workspace notebook: no extension
+    result = run_update(spec, UpdateOptions(), spark=spark)
+    assert result.succeeded, result.error or [f.error for f in result.flows]
+    assert _rows(spark, spec, "evens", "id") == [(0,), (2,), (4,)]
+    assert result.flow("evens").dropped_records == 2
+    assert result.flow("evens").expectations[0].failed_records == 2
