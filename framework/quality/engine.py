@@ -71,11 +71,16 @@ class QualityMetrics:
         }
 
 
+def passes(constraint: Column) -> Column:
+    """TRUE only when a row passes ``constraint``: NULL fails a rule, as on Databricks. The one definition of
+    passing, shared by the expectations applied here and the quarantine helpers (``quarantine.py``)."""
+    return F.coalesce(constraint.cast("boolean"), F.lit(False))
+
+
 def constraint_column(expectation: Expectation) -> Column:
     """The rule as a boolean Column that is TRUE only when the row passes (NULL → FALSE)."""
     raw = expectation.constraint
-    column = F.expr(raw) if isinstance(raw, str) else raw
-    return F.coalesce(column.cast("boolean"), F.lit(False))
+    return passes(F.expr(raw) if isinstance(raw, str) else raw)
 
 
 def _metric_name(i: int) -> str:

@@ -21,6 +21,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from framework.compat import resolve_dlt
+from framework.quality.engine import passes
 from framework.quality.rules import Rule, RuleSet, load_rules
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def passes_all(rules: RuleSet | Iterable[Rule]) -> Column:
     drop = _drop_rules(rules)
     if not drop:
         return F.lit(True)
-    return reduce(lambda a, b: a & b, [F.coalesce(r.column(), F.lit(False)) for r in drop])
+    return reduce(lambda a, b: a & b, [passes(r.column()) for r in drop])
 
 
 def failed_rules(rules: RuleSet | Iterable[Rule]) -> Column:
@@ -65,7 +66,7 @@ def failed_rules(rules: RuleSet | Iterable[Rule]) -> Column:
     drop = _drop_rules(rules)
     if not drop:
         return F.array().cast("array<string>")
-    names = F.array(*[F.when(~F.coalesce(r.column(), F.lit(False)), F.lit(r.name)) for r in drop])
+    names = F.array(*[F.when(~passes(r.column()), F.lit(r.name)) for r in drop])
     return F.filter(names, lambda name: name.isNotNull())
 
 
