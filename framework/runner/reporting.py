@@ -61,8 +61,8 @@ def write_reports(spec: PipelineSpec, update_id: str | None = None, out_dir: Pat
 def _load_registry(spec: PipelineSpec, spark: SparkSession) -> Registry | None:
     from framework.loader import load_pipeline
 
-    try:
-        return load_pipeline(spec, spark=spark).registry
+    try:  # without Spark: `spark.conf.get` serves the pipeline configuration, and no query runs
+        return load_pipeline(spec).registry
     except PipelineError as exc:  # the report still has the event log's counts and the rule files' actions
         print(f"report: the pipeline could not be loaded, so rule actions come from rule files only: "
               f"{exc.render().splitlines()[0]}", file=sys.stderr)
