@@ -32,7 +32,7 @@ def _add_spec(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``medallion`` argument parser: one subcommand per command (validate, graph, run, watch, report,
-    deploy, demo)."""
+    deploy, state, serve, demo)."""
     parser = argparse.ArgumentParser(prog="medallion", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -75,15 +75,41 @@ def build_parser() -> argparse.ArgumentParser:
                        "(watermark, files seen, Delta version); no Spark")
     _add_spec(p)
 
+    p = sub.add_parser("serve", help="keep a warm Spark session for this repository in the background; run, "
+                       "validate, report and state use it (MEDALLION_NO_SERVER=1: in-process)")
+    p.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="stop after this long without a command (default: 1800)")
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--stop", action="store_true", help="stop the server")
+    action.add_argument("--status", action="store_true", help="say whether the server runs (exit 1 if not)")
+    action.add_argument("--foreground", action="store_true", help=argparse.SUPPRESS)  # the server process itself
+
     p = sub.add_parser("demo", help="generate sample data and run the sample pipeline twice (incremental)")
     p.add_argument("--spec", type=Path, default=None, help="default: conf/sample.yaml")
     return parser
 
 
-@redacted_output()  # secrets read with dbutils.secrets.get print as [REDACTED] (issue 19)
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; return its exit code (see the module docstring)."""
+    """Run one command; return its exit code (see the module docstring). ``run``, ``validate``, ``report``
+    and ``state`` run on the repository's warm server when one runs (``medallion serve``), with the same output
+    and exit code; else, or with ``MEDALLION_NO_SERVER=1``, in this process."""
     args = build_parser().parse_args(argv)
+    if args.command in _SERVED and os.environ.get(_NO_SERVER_ENV) != "1":
+        from framework.serve.client import forward
+
+        code = forward(sys.argv[1:] if argv is None else list(argv))
+        if code is not None:
+            return code
+    return _run(args)
+
+
+def run_in_process(argv: list[str]) -> int:
+    """Run one command in this process, never through a server (what the warm server runs per request)."""
+    return _run(build_parser().parse_args(argv))
+
+
+@redacted_output()  # secrets read with dbutils.secrets.get print as [REDACTED] (issue 19)
+def _run(args: argparse.Namespace) -> int:
     try:
         handler = _HANDLERS[args.command]
         return int(handler(args))
@@ -103,6 +129,8 @@ def exit_code(exc: BaseException) -> int:
 
 
 _DEBUG_ENV = "MEDALLION_DEBUG"
+_NO_SERVER_ENV = "MEDALLION_NO_SERVER"
+_SERVED = frozenset({"run", "validate", "report", "state"})
 _MAX_LINES, _MAX_LINE = 5, 400
 
 
@@ -290,6 +318,28 @@ def cmd_state(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``medallion serve``: start the repository's warm server in the background (``framework/serve/``) and
+    return once it listens; ``--stop`` stops it, ``--status`` says whether it runs.
+
+    Returns:
+        0 on success; ``--status``: 1 if no server runs.
+    """
+    from framework.serve import control
+    from framework.serve.paths import ServePaths
+
+    paths = ServePaths.for_cwd()
+    if args.stop:
+        return control.stop(paths)
+    if args.status:
+        return control.status(paths)
+    if args.foreground:
+        from framework.serve.server import serve
+
+        return serve(paths, args.idle_timeout, run_in_process)
+    return control.start(paths, args.idle_timeout)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``medallion demo``: clear the sample's landing folder and storage, generate sample data and run the
     sample pipeline twice (the second update incremental), then show a gold table.
@@ -307,7 +357,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 
 _HANDLERS = {"validate": cmd_validate, "graph": cmd_graph, "run": cmd_run, "watch": cmd_watch,
-             "report": cmd_report, "deploy": cmd_deploy, "state": cmd_state, "demo": cmd_demo}
+             "report": cmd_report, "deploy": cmd_deploy, "state": cmd_state, "serve": cmd_serve, "demo": cmd_demo}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,43 @@
+"""What one request leaves in the warm SparkSession and the next must not see: SQL settings changed by pipeline
+code (``spark.conf.set``, which may hold a secret), temporary views and cached data. A process of its own would
+start without them; the server puts the session back to how it was when it started, after every request.
+
+The catalog is kept: the tables an update publishes are references to Delta folders, published again by every
+update, as a Databricks workspace's catalog also outlives an update.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class SessionBaseline:
+    """The session's SQL settings when the server started, and :meth:`restore` to return to them."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.conf = dict(spark.conf.getAll)
+        self.database = spark.catalog.currentDatabase()
+
+    def restore(self) -> None:
+        """Unset settings added since the start, set changed ones back, return to the first database, drop
+        temporary views, uncache all."""
+        spark = self.spark
+        now = dict(spark.conf.getAll)
+        for key in now.keys() - self.conf.keys():
+            with suppress(Exception):  # a static setting cannot be changed, and was not by the request either
+                spark.conf.unset(key)
+        for key, value in self.conf.items():
+            if now.get(key) != value:
+                with suppress(Exception):
+                    spark.conf.set(key, value)
+        if spark.catalog.currentDatabase() != self.database:
+            spark.catalog.setCurrentDatabase(self.database)
+        for table in spark.catalog.listTables():
+            if table.isTemporary:
+                spark.catalog.dropTempView(table.name)
+        spark.catalog.clearCache()
