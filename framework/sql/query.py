@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import SqlError
+from framework.sqlcompat import translate_databricks_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -30,6 +31,8 @@ _AUTOLOADER_OPTIONS = {  # read_files names Auto Loader's options without the cl
     "backfillinterval", "rescueddatacolumn",
 }
 _COUNTER = itertools.count()
+# plan nodes without children or subqueries to look into (saves JVM calls: validate walks every query)
+_LEAVES = {"UnresolvedRelation", "UnresolvedTableValuedFunction", "OneRowRelation", "LocalRelation"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
     ctes: set[str] = set()
     found: list[Relation] = []
     for node, streaming in _nodes(plan, False):
-        name = node.getClass().getSimpleName()
+        name = node.nodeName()
         if name == "UnresolvedWith":
             relations = node.cteRelations()
             ctes.update(str(relations.apply(i)._1()).lower() for i in range(relations.size()))
@@ -68,12 +71,14 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
 def _nodes(node: Any, streaming: bool) -> Iterator[tuple[Any, bool]]:
     """Every plan node with whether it sits under ``STREAM``, subqueries included. A ``STREAM(...)`` node
     stands for its child, which takes its place in the text."""
-    kind = node.getClass().getSimpleName()
+    kind = node.nodeName()
     if kind == "NamedStreamingRelation":
         child = node.child()
-        yield _Spanned(child, node), True
+        yield _Spanned(child, node, child.nodeName()), True
         return
     yield node, streaming
+    if kind in _LEAVES:
+        return
     for seq in (node.children(), node.subqueries()):
         for i in range(seq.size()):
             yield from _nodes(seq.apply(i), streaming)
@@ -86,12 +91,16 @@ def _nodes(node: Any, streaming: bool) -> Iterator[tuple[Any, bool]]:
 class _Spanned:
     """A node whose place in the text is its ``STREAM(...)`` wrapper's."""
 
-    def __init__(self, node: Any, wrapper: Any) -> None:
+    def __init__(self, node: Any, wrapper: Any, name: str) -> None:
         self._node = node
         self._wrapper = wrapper
+        self._name = name
 
     def origin(self) -> Any:
         return self._wrapper.origin()
+
+    def nodeName(self) -> str:  # the JVM method's name
+        return self._name
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._node, name)
@@ -162,11 +171,14 @@ def query_dataframe(text: str) -> DataFrame:
     spark = builtins.spark  # type: ignore[attr-defined]  # the runner's session proxy while a flow runs
     relations = sorted(parse_relations(spark, text), key=lambda r: r.start, reverse=True)
     rewritten = text
+    session = spark
     for relation in relations:
         view = f"__live_sql_{next(_COUNTER)}"
-        _read(spark, relation).createOrReplaceTempView(view)
+        df = _read(spark, relation)
+        df.createOrReplaceTempView(view)
+        session = df.sparkSession  # the real session: the proxy's SQL bookkeeping is for user SQL
         rewritten = rewritten[:relation.start] + f"`{view}`" + rewritten[relation.stop + 1:]
-    return spark.sql(rewritten)
+    return session.sql(translate_databricks_sql(rewritten))
 
 
 def _read(spark: Any, relation: Relation) -> DataFrame:
