@@ -73,6 +73,28 @@ class ExternalTable:
 
 
 @dataclass(frozen=True)
+class JobTrigger:
+    """The spec's ``trigger``: what starts the pipeline's updates on Databricks, deployed as a job with a
+    ``pipeline_task`` next to the pipeline (``medallion deploy``). Exactly one of ``file_arrival`` and
+    ``schedule`` is set.
+
+    Attributes:
+        file_arrival: The storage location (``/Volumes/...``, ``s3://...``, ``abfss://...``, ``gs://...``) whose new
+            files start an update (``medallion watch`` is the local counterpart).
+        schedule: A Quartz cron expression (seconds first, six or seven fields: ``0 0 6 * * ?``).
+        timezone: The schedule's Java time zone ID.
+        wait_after_last_change_seconds: File arrival: quiet time after the last new file before a run (>= 60).
+        min_time_between_triggers_seconds: File arrival: least time between two runs (>= 60).
+    """
+
+    file_arrival: str | None = None
+    schedule: str | None = None
+    timezone: str = "UTC"
+    wait_after_last_change_seconds: int | None = None
+    min_time_between_triggers_seconds: int | None = None
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     """A validated pipeline spec. Paths are absolute."""
 
@@ -95,6 +117,7 @@ class PipelineSpec:
     layers: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
     tables: tuple[ExternalTable, ...] = ()
+    trigger: JobTrigger | None = None
 
     @property
     def tables_dir(self) -> Path:
@@ -285,10 +308,12 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
             for what in ("configuration", "paths", "spark_conf", "layers")}
     storage = _storage(data.get("storage"), root, str(name), maps["paths"], source, problems)
     tables = external_tables(data.get("tables"), root, maps["paths"], source, problems)
+    trigger = job_trigger(data.get("trigger"), data.get("continuous") is True, source, problems)
     if problems:
         raise SpecError(source, problems)
     pipeline_id = str(data.get("id") or uuid.uuid5(uuid.NAMESPACE_URL, f"medallion/{name}/{storage}"))
-    extra = {k: v for k, v in data.items() if k in DATABRICKS_KEYS and k not in _USED}
+    extra = {k: v for k, v in data.items() if k in DATABRICKS_KEYS and k not in _USED
+             and not (k == "trigger" and not is_pipeline_trigger(v))}
     return PipelineSpec(
         name=str(name), source=source, root=root, libraries=tuple(libraries), storage=storage,
         configuration=maps["configuration"], catalog=data.get("catalog"),
@@ -296,7 +321,7 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
         development=bool(data.get("development", True)), continuous=bool(data.get("continuous", False)),
         channel=str(data.get("channel", "CURRENT")), edition=str(data.get("edition", "ADVANCED")),
         paths=maps["paths"], spark_conf=maps["spark_conf"], environment=env, pipeline_id=pipeline_id,
-        layers=maps["layers"], extra=extra, tables=tuple(tables))
+        layers=maps["layers"], extra=extra, tables=tuple(tables), trigger=trigger)
 
 
 def external_tables(value: Any, root: Path, paths: Mapping[str, str], source: str,
@@ -386,6 +411,140 @@ def _table_path(value: str, root: Path, paths: Mapping[str, str], where: str, so
             problems.append(Problem("UNMAPPED_TABLE_PATH", f"{where}: {exc.message}", source))
     path = Path(value)
     return path if path.is_absolute() else (root / path).resolve()
+
+
+# `trigger` of Databricks pipeline settings (deprecated there, kept as it is) versus the spec's job trigger.
+PIPELINE_TRIGGER_KEYS = {"cron", "manual"}
+JOB_TRIGGER_KEYS = {"file_arrival", "schedule", "timezone", "wait_after_last_change_seconds",
+                    "min_time_between_triggers_seconds"}
+_TRIGGER_URL_PREFIXES = ("/Volumes/", "s3://", "s3a://", "abfss://", "gs://", "${")
+_JAVA_ZONE_OFFSET = re.compile(r"^(GMT|UTC)([+-]\d{1,2}(:?\d{2})?)?$")
+
+
+def is_pipeline_trigger(value: Any) -> bool:
+    """Whether a ``trigger`` value is Databricks' pipeline setting (``{cron: ...}`` or ``{manual: {}}``)."""
+    return isinstance(value, dict) and bool(value) and set(value) <= PIPELINE_TRIGGER_KEYS
+
+
+def job_trigger(value: Any, continuous: bool, source: str, problems: list[Problem]) -> JobTrigger | None:
+    """The spec's ``trigger``: ``{file_arrival: <location>}`` (optionally ``wait_after_last_change_seconds``,
+    ``min_time_between_triggers_seconds``) or ``{schedule: <Quartz cron>, timezone: <zone>}``; every mistake is
+    added to ``problems``. Databricks' own pipeline ``trigger`` (``cron``/``manual``) is no job trigger: None."""
+    if value is None or is_pipeline_trigger(value):
+        return None
+    if not isinstance(value, dict):
+        problems.append(Problem("INVALID_TRIGGER", "`trigger` must be a mapping: {file_arrival: /Volumes/...} or "
+                                "{schedule: '0 0 6 * * ?', timezone: UTC}", source))
+        return None
+    found = len(problems)
+    for key in value:
+        if key in PIPELINE_TRIGGER_KEYS:
+            problems.append(Problem("INVALID_TRIGGER", f"trigger.{key} is Databricks' (deprecated) pipeline "
+                                    "trigger; do not mix it with file_arrival/schedule", source))
+        elif key not in JOB_TRIGGER_KEYS:
+            close = difflib.get_close_matches(str(key), sorted(JOB_TRIGGER_KEYS), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(sorted(JOB_TRIGGER_KEYS))})"
+            problems.append(Problem("UNKNOWN_TRIGGER_KEY", f"trigger: unknown key {short_repr(key)}{hint}", source))
+    url, cron = value.get("file_arrival"), value.get("schedule")
+    if (url is None) == (cron is None):
+        problems.append(Problem("INVALID_TRIGGER", "trigger: give exactly one of `file_arrival` (a location) and "
+                                "`schedule` (a Quartz cron expression)", source))
+    if url is not None:
+        _check_trigger_url(url, source, problems)
+    if cron is not None:
+        problems.extend(Problem("INVALID_SCHEDULE", f"trigger.schedule {short_repr(cron)}: {message}", source)
+                        for message in quartz_cron_problems(cron))
+    timezone = value.get("timezone", "UTC")
+    _check_trigger_details(value, timezone, url is not None, source, problems)
+    if continuous:
+        problems.append(Problem("TRIGGER_WITH_CONTINUOUS", "a continuous pipeline runs all the time and a job "
+                                "cannot start it: remove `trigger` or set `continuous: false`", source))
+    if len(problems) > found:
+        return None
+    return JobTrigger(file_arrival=url, schedule=cron, timezone=timezone,
+                      wait_after_last_change_seconds=value.get("wait_after_last_change_seconds"),
+                      min_time_between_triggers_seconds=value.get("min_time_between_triggers_seconds"))
+
+
+def _check_trigger_url(url: Any, source: str, problems: list[Problem]) -> None:
+    if not isinstance(url, str) or not url.startswith(_TRIGGER_URL_PREFIXES):
+        problems.append(Problem("INVALID_TRIGGER_URL", f"trigger.file_arrival {short_repr(url)}: a file arrival "
+                                "trigger watches a Unity Catalog volume or external location: /Volumes/<catalog>/"
+                                "<schema>/<volume>/..., s3://..., abfss://... or gs://... (not dbfs:/ or a local "
+                                "path; `medallion watch` is the local counterpart)", source))
+
+
+def _check_trigger_details(value: Mapping[str, Any], timezone: Any, file_arrival: bool, source: str,
+                           problems: list[Problem]) -> None:
+    """The time zone (schedules) and the waiting times (file arrival)."""
+    if "timezone" in value and "schedule" not in value:
+        problems.append(Problem("INVALID_TRIGGER", "trigger.timezone is for a `schedule`", source))
+    elif not isinstance(timezone, str) or not (timezone in _zones() or _JAVA_ZONE_OFFSET.match(timezone)):
+        problems.append(Problem("UNKNOWN_TIMEZONE", f"trigger.timezone {short_repr(timezone)} is not a time zone "
+                                "ID (e.g. UTC, Europe/Amsterdam, America/New_York)", source))
+    for key in ("wait_after_last_change_seconds", "min_time_between_triggers_seconds"):
+        if key not in value:
+            continue
+        seconds = value[key]
+        if not file_arrival:
+            problems.append(Problem("INVALID_TRIGGER", f"trigger.{key} is for a `file_arrival` trigger", source))
+        elif isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 60:
+            problems.append(Problem("INVALID_TRIGGER", f"trigger.{key} must be a whole number of seconds, at "
+                                    f"least 60 (Databricks' minimum), got {short_repr(seconds)}", source))
+
+
+def _zones() -> set[str]:
+    import zoneinfo
+
+    return set(zoneinfo.available_timezones()) | {"UTC", "GMT"}
+
+
+# Quartz cron fields: name, smallest and largest number, names allowed instead of numbers.
+_QUARTZ_FIELDS = (("seconds", 0, 59, ()), ("minutes", 0, 59, ()), ("hours", 0, 23, ()),
+                  ("day of month", 1, 31, ()),
+                  ("month", 1, 12, ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV",
+                                    "DEC")),
+                  ("day of week", 1, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
+                  ("year", 1970, 2099, ()))
+_QUARTZ_TOKEN = re.compile(r"^(\*|\?|L|LW|[0-9A-Z]+L?W?(#[1-5])?)$")
+
+
+def quartz_cron_problems(expression: Any) -> list[str]:
+    """What is wrong with a Quartz cron expression (Databricks job schedules), empty when it is valid.
+
+    Quartz has a seconds field first (six fields, a seventh for the year), and one of day of month and day of week
+    must be ``?``; a five-field Unix cron line is the usual mistake.
+    """
+    if not isinstance(expression, str):
+        return ["must be a string such as '0 0 6 * * ?' (06:00 every day)"]
+    fields = expression.upper().split()
+    if len(fields) not in (6, 7):
+        hint = f" ('0 {expression.strip()}' with one of day of month / day of week '?')" if len(fields) == 5 else ""
+        return [f"a Quartz cron expression has 6 or 7 fields, seconds first{hint}; got {len(fields)}"]
+    found = [message for text, spec in zip(fields, _QUARTZ_FIELDS, strict=False)
+             for message in _quartz_field_problems(text, *spec)]
+    if (fields[3] == "?") == (fields[5] == "?"):
+        found.append("exactly one of day of month (4th field) and day of week (6th field) must be '?'")
+    return found
+
+
+def _quartz_field_problems(text: str, name: str, low: int, high: int, names: tuple[str, ...]) -> list[str]:
+    out = []
+    for part in text.split(","):
+        base, _, step = part.partition("/")
+        if step and not (step.isdigit() and int(step) > 0):
+            out.append(f"{name}: step '/{step}' must be a positive number")
+        if base in ("*", "?"):
+            if base == "?" and name not in ("day of month", "day of week"):
+                out.append(f"{name}: '?' is only for day of month or day of week")
+            continue
+        for token in base.split("-"):
+            number = token.rstrip("LW").split("#")[0]
+            if not _QUARTZ_TOKEN.match(token) or not (number == "" or number.isdigit() or number in names):
+                out.append(f"{name}: '{token}' is not a value of this field")
+            elif number.isdigit() and not low <= int(number) <= high:
+                out.append(f"{name}: {number} is outside {low}-{high}")
+    return out
 
 
 def _merged_settings(raw: Mapping[str, Any], env: str | None, overrides: Mapping[str, Any] | None, source: str,

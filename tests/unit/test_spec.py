@@ -10,7 +10,7 @@ import pytest
 from framework.errors import SpecError
 from framework.loader import resolve_libraries
 from framework.paths import PathMapper
-from framework.spec import Library, load_spec, parse_spec
+from framework.spec import JobTrigger, Library, load_spec, parse_spec, quartz_cron_problems
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SPECS = FIXTURES / "specs"
@@ -273,3 +273,75 @@ def test_messages_quote_big_entries_in_bounded_size(tmp_path) -> None:
         parse_spec(raw, source="s", default_root=tmp_path)
     assert sorted(info.value.codes) == ["INVALID_LIBRARY", "INVALID_LIBRARY", "UNKNOWN_SPEC_KEY"]
     assert all(len(p.message) < 400 for p in info.value.problems)
+
+
+# ------------------------------------------------------------------------------------------------ job triggers
+def _trigger_spec(tmp_path: Path, trigger: object, **settings: object):
+    raw = {"name": "p", "libraries": [{"file": "a.py"}], "trigger": trigger, **settings}
+    return parse_spec(raw, source="spec.yaml", default_root=tmp_path)
+
+
+def test_file_arrival_and_schedule_triggers(tmp_path: Path) -> None:
+    arrival = _trigger_spec(tmp_path, {"file_arrival": "/Volumes/main/raw/landing/orders",
+                                       "wait_after_last_change_seconds": 120})
+    assert arrival.trigger == JobTrigger(file_arrival="/Volumes/main/raw/landing/orders",
+                                         wait_after_last_change_seconds=120)
+    assert "trigger" not in arrival.extra  # not Databricks' pipeline `trigger`
+    cron = _trigger_spec(tmp_path, {"schedule": "0 30 6 ? * MON-FRI", "timezone": "Europe/Amsterdam"})
+    assert cron.trigger == JobTrigger(schedule="0 30 6 ? * MON-FRI", timezone="Europe/Amsterdam")
+    assert _trigger_spec(tmp_path, {"schedule": "0 0 * * * ?"}).trigger == JobTrigger(schedule="0 0 * * * ?")
+    legacy = _trigger_spec(tmp_path, {"cron": {"quartz_cron_schedule": "0 0 * * * ?", "timezone_id": "UTC"}})
+    assert legacy.trigger is None and legacy.extra["trigger"]["cron"]["timezone_id"] == "UTC"  # kept as it is
+    assert _trigger_spec(tmp_path, None).trigger is None
+
+
+def test_trigger_per_environment(tmp_path: Path) -> None:
+    raw = {"name": "p", "libraries": [{"file": "a.py"}], "trigger": {"file_arrival": "s3://dev-bucket/landing"},
+           "environments": {"prod": {"trigger": {"file_arrival": "s3://prod-bucket/landing"}},
+                            "local": {"trigger": None}}}
+    prod = parse_spec(raw, source="s", default_root=tmp_path, env="prod")
+    assert prod.trigger is not None and prod.trigger.file_arrival == "s3://prod-bucket/landing"
+    assert parse_spec(raw, source="s", default_root=tmp_path, env="local").trigger is None
+
+
+def test_every_trigger_mistake_at_once(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        _trigger_spec(tmp_path, {"file_arrival": "dbfs:/mnt/landing", "schedul": "0 0 6 * *", "timezone": "UTC",
+                                 "wait_after_last_change_seconds": 10}, continuous=True)
+    found = problems(info.value)
+    assert set(found) == {"INVALID_TRIGGER_URL", "UNKNOWN_TRIGGER_KEY", "INVALID_TRIGGER", "TRIGGER_WITH_CONTINUOUS"}
+    assert "did you mean 'schedule'?" in found["UNKNOWN_TRIGGER_KEY"][0]
+    assert len(found["INVALID_TRIGGER"]) == 2  # timezone without a schedule; 10 s is under Databricks' minimum
+    with pytest.raises(SpecError) as info:
+        _trigger_spec(tmp_path, {"schedule": "0 0 6 * *", "timezone": "Mars/Olympus"})
+    found = problems(info.value)
+    assert set(found) == {"INVALID_SCHEDULE", "UNKNOWN_TIMEZONE"}
+    assert "6 or 7 fields, seconds first" in found["INVALID_SCHEDULE"][0]
+    with pytest.raises(SpecError) as info:
+        _trigger_spec(tmp_path, {"file_arrival": "/Volumes/a/b/c", "schedule": "0 0 25 * * *", "cron": {}})
+    found = problems(info.value)
+    assert len(found["INVALID_TRIGGER"]) == 2  # cron mixed in; both file_arrival and schedule
+    assert found["INVALID_SCHEDULE"] == [
+        "trigger.schedule '0 0 25 * * *': hours: 25 is outside 0-23",
+        "trigger.schedule '0 0 25 * * *': exactly one of day of month (4th field) and day of week (6th field) "
+        "must be '?'"]
+    with pytest.raises(SpecError) as info:
+        _trigger_spec(tmp_path, "on file arrival")
+    assert info.value.codes == ["INVALID_TRIGGER"]
+
+
+@pytest.mark.parametrize("expression", ["0 0 6 * * ?", "0 */15 * ? * MON-FRI", "0 0 12 L * ?", "0 0 12 ? * 6#3",
+                                        "0 15 10 ? * 6L 2030", "0 0/5 14,18 * JAN-MAR,DEC ?"])
+def test_quartz_expressions_databricks_accepts(expression: str) -> None:
+    assert quartz_cron_problems(expression) == []
+
+
+@pytest.mark.parametrize(("expression", "problem"), [
+    ("0 0 6 * * ? 1960", "year: 1960 is outside 1970-2099"),
+    ("0 0 6 * FOO ?", "month: 'FOO' is not a value of this field"),
+    ("0 0 6 * * MON", "exactly one of day of month"),
+    ("0 0/0 6 * * ?", "minutes: step '/0' must be a positive number"),
+    ("? 0 6 * * ?", "seconds: '?' is only for day of month or day of week"),
+])
+def test_quartz_expression_mistakes(expression: str, problem: str) -> None:
+    assert any(problem in p for p in quartz_cron_problems(expression)), quartz_cron_problems(expression)
