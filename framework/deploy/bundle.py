@@ -5,6 +5,10 @@ mappings, local Spark settings, storage under ``runs/``) are left out, and confi
 Databricks paths written in the spec (``dbfs:/...``), since those are what the code sees on Databricks.
 Each library file becomes a ``file`` library (globs are expanded), which every bundle schema version accepts, or a
 ``notebook`` library for notebook sources (Python or SQL); ``.sql`` files are libraries like ``.py`` ones.
+
+A spec with a ``trigger`` (:class:`framework.spec.JobTrigger`) also gets a job next to the pipeline: one
+``pipeline_task`` started by a file-arrival trigger or a Quartz cron schedule. Continuous pipelines deploy as
+``continuous: true`` and need no job.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from framework.errors import Problem, SpecError
 from framework.loader import resolve_libraries
 from framework.notebook import is_notebook_source
 from framework.paths import PathMapper
-from framework.spec import PipelineSpec
+from framework.spec import JobTrigger, PipelineSpec
 from framework.sql.split import is_sql_notebook
 
 WORKSPACE_ROOT = "${workspace.file_path}"
@@ -85,11 +89,59 @@ def bundle_config(spec: PipelineSpec, prod_spec: PipelineSpec | None = None) -> 
             "prod": {"mode": "production"},
         },
     }
+    if spec.trigger is not None:
+        config["resources"]["jobs"] = {f"{key}_job": job_settings(spec, spec.trigger)}
     if prod_spec is not None:
         prod = pipeline_settings(prod_spec, development=False)
         config["targets"]["prod"]["resources"] = {"pipelines": {key: {
             k: v for k, v in prod.items() if k in ("configuration", "target", "catalog", "development")}}}
+        prod_job = _prod_job(spec, prod_spec)
+        if prod_job is not None:
+            config["targets"]["prod"]["resources"]["jobs"] = {f"{key}_job": prod_job}
     return config
+
+
+def job_settings(spec: PipelineSpec, trigger: JobTrigger) -> dict[str, Any]:
+    """A bundle job resource that runs the pipeline (a ``pipeline_task`` on the bundle's pipeline) on a
+    file-arrival trigger or a schedule.
+
+    One run at a time, queued rather than skipped: files that land during a run start the next one, as with
+    ``medallion watch``. Bundles in development mode deploy the trigger paused.
+    """
+    key = _resource_key(spec.name)
+    job: dict[str, Any] = {
+        "name": f"{spec.name} ({'file arrival' if trigger.file_arrival else 'schedule'})",
+        "max_concurrent_runs": 1,
+        "queue": {"enabled": True},
+        "tasks": [{"task_key": "update", "pipeline_task": {"pipeline_id": f"${{resources.pipelines.{key}.id}}"}}],
+    }
+    job.update(_trigger_settings(trigger))
+    return job
+
+
+def _trigger_settings(trigger: JobTrigger) -> dict[str, Any]:
+    """A job's ``trigger`` (file arrival) or ``schedule`` (Quartz cron)."""
+    if trigger.file_arrival is None:
+        return {"schedule": {"quartz_cron_expression": trigger.schedule, "timezone_id": trigger.timezone}}
+    arrival: dict[str, Any] = {"url": trigger.file_arrival}
+    for name in ("min_time_between_triggers_seconds", "wait_after_last_change_seconds"):
+        if getattr(trigger, name) is not None:
+            arrival[name] = getattr(trigger, name)
+    return {"trigger": {"file_arrival": arrival}}
+
+
+def _prod_job(spec: PipelineSpec, prod_spec: PipelineSpec) -> dict[str, Any] | None:
+    """The ``prod`` target's job settings: the whole job when only production has a trigger, its trigger when it
+    differs from the base spec's (of the same kind: target settings are merged over the base job)."""
+    base, prod = spec.trigger, prod_spec.trigger
+    if prod == base:
+        return None
+    if prod is None or (base is not None and (base.file_arrival is None) != (prod.file_arrival is None)):
+        raise SpecError(prod_spec.source, [Problem(
+            "TRIGGER_PER_TARGET", "the prod environment's `trigger` must be of the same kind as the base spec's "
+            "(file_arrival or schedule), since a bundle target can only change the job's settings; set the "
+            "trigger in each environment instead of the base", prod_spec.source)])
+    return job_settings(prod_spec, prod) if base is None else _trigger_settings(prod)
 
 
 def write_deployment(spec: PipelineSpec, out_dir: Path, prod_spec: PipelineSpec | None = None) -> list[Path]:

@@ -88,3 +88,86 @@ def test_every_library_is_deployed_sql_files_and_sql_notebooks_included(tmp_path
     assert bundle["resources"]["pipelines"]["mixed"]["libraries"] == libraries
     if SCHEMA.exists():
         jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+
+
+def _spec_file(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "pipelines").mkdir(exist_ok=True)
+    (tmp_path / "pipelines" / "p.py").write_text("import dlt\n")
+    (tmp_path / "conf").mkdir(exist_ok=True)
+    path = tmp_path / "conf" / "spec.yaml"
+    path.write_text("name: landing-orders\nlibraries:\n  - file: {path: pipelines/p.py}\n" + body)
+    return path
+
+
+def _bundle(tmp_path: Path, spec_path: Path, env: str | None = "prod") -> dict:
+    prod = load_spec(spec_path, env=env) if env else None
+    write_deployment(load_spec(spec_path), tmp_path / "deploy", prod)
+    bundle = yaml.safe_load((tmp_path / "deploy" / "databricks.yml").read_text())
+    if SCHEMA.exists():
+        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    return bundle
+
+
+def test_file_arrival_trigger_deploys_a_job_running_the_pipeline(tmp_path: Path) -> None:
+    spec_path = _spec_file(tmp_path, "trigger:\n  file_arrival: /Volumes/dev/raw/landing/orders\n"
+                                     "  wait_after_last_change_seconds: 120\n"
+                                     "environments:\n  prod:\n    development: false\n"
+                                     "    trigger: {file_arrival: /Volumes/prod/raw/landing/orders}\n")
+    bundle = _bundle(tmp_path, spec_path)
+    pipeline = bundle["resources"]["pipelines"]["landing_orders"]
+    assert "trigger" not in pipeline and pipeline["continuous"] is False  # the job starts the updates
+    job = bundle["resources"]["jobs"]["landing_orders_job"]
+    assert job["tasks"] == [{"task_key": "update",
+                             "pipeline_task": {"pipeline_id": "${resources.pipelines.landing_orders.id}"}}]
+    assert job["trigger"] == {"file_arrival": {"url": "/Volumes/dev/raw/landing/orders",
+                                               "wait_after_last_change_seconds": 120}}
+    assert "schedule" not in job
+    assert job["max_concurrent_runs"] == 1 and job["queue"] == {"enabled": True}  # queued, never skipped
+    prod_job = bundle["targets"]["prod"]["resources"]["jobs"]["landing_orders_job"]
+    assert prod_job == {"trigger": {"file_arrival": {"url": "/Volumes/prod/raw/landing/orders",
+                                                     "wait_after_last_change_seconds": 120}}}  # merged over base
+
+
+def test_schedule_trigger_deploys_a_scheduled_job(tmp_path: Path) -> None:
+    spec_path = _spec_file(tmp_path, "trigger: {schedule: '0 30 6 ? * MON-FRI', timezone: Europe/Amsterdam}\n")
+    bundle = _bundle(tmp_path, spec_path, env=None)
+    job = bundle["resources"]["jobs"]["landing_orders_job"]
+    assert job["schedule"] == {"quartz_cron_expression": "0 30 6 ? * MON-FRI", "timezone_id": "Europe/Amsterdam"}
+    assert "trigger" not in job and job["name"] == "landing-orders (schedule)"
+
+
+def test_a_trigger_only_in_production_is_a_prod_job(tmp_path: Path) -> None:
+    spec_path = _spec_file(tmp_path, "environments:\n  prod: {trigger: {schedule: '0 0 * * * ?'}}\n")
+    bundle = _bundle(tmp_path, spec_path)
+    assert "jobs" not in bundle["resources"]
+    prod_job = bundle["targets"]["prod"]["resources"]["jobs"]["landing_orders_job"]
+    assert prod_job["schedule"] == {"quartz_cron_expression": "0 0 * * * ?", "timezone_id": "UTC"}
+    assert prod_job["tasks"][0]["pipeline_task"]["pipeline_id"] == "${resources.pipelines.landing_orders.id}"
+    mixed = _spec_file(tmp_path, "trigger: {file_arrival: 's3://bucket/landing'}\n"
+                                 "environments:\n  prod: {trigger: {file_arrival: null, schedule: '0 0 * * * ?'}}\n")
+    with pytest.raises(SpecError) as info:  # a target's settings are merged over the base job: no change of kind
+        _bundle(tmp_path, mixed)
+    assert info.value.codes == ["TRIGGER_PER_TARGET"]
+
+
+def test_continuous_pipelines_deploy_continuous_without_a_job(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, _spec_file(tmp_path, "continuous: true\n"), env=None)
+    assert bundle["resources"]["pipelines"]["landing_orders"]["continuous"] is True
+    assert "jobs" not in bundle["resources"]
+    with pytest.raises(SpecError) as info:  # a job cannot start a continuous pipeline
+        load_spec(_spec_file(tmp_path, "continuous: true\ntrigger: {schedule: '0 0 * * * ?'}\n"))
+    assert info.value.codes == ["TRIGGER_WITH_CONTINUOUS"]
+
+
+def test_the_schema_rejects_what_the_spec_parser_rejects() -> None:
+    """The checks in framework/spec.py mirror the bundle schema: a job without a URL or time zone is invalid."""
+    if not SCHEMA.exists():
+        pytest.skip("the bundle schema sits beside the repository")
+    schema = json.loads(SCHEMA.read_text())
+    base = {"resources": {"jobs": {"j": {"tasks": [{"task_key": "t", "pipeline_task": {"pipeline_id": "x"}}]}}}}
+    for bad in ({"trigger": {"file_arrival": {}}}, {"schedule": {"quartz_cron_expression": "0 0 * * * ?"}},
+                {"trigger": {"file_arrival": {"url": "s3://b/l", "wait_seconds": 60}}}):
+        config = json.loads(json.dumps(base))
+        config["resources"]["jobs"]["j"].update(bad)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(config, schema)
