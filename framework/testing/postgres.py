@@ -78,13 +78,14 @@ class PostgresServer:
         """The JDBC URL of ``database`` (credentials are given as options, not in the URL)."""
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{database}"
 
-    def pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def pg_ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``pg_ctl`` on this cluster (as the server's user)."""
-        return _run(self.run_as, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args])
+        return _run(self.run_as, [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), *args], check=check)
 
     def stop(self) -> None:
-        """Stop the server at once (``-m immediate``: no checkpoint, a throwaway cluster needs none)."""
-        self.pg_ctl("-m", "immediate", "-w", "stop")
+        """Stop the server at once (``-m immediate``: no checkpoint, a throwaway cluster needs none); a server
+        that is not running stays so."""
+        self.pg_ctl("-m", "immediate", "-w", "stop", check=False)
 
     def start(self) -> None:
         """Start the (stopped) server again on the same port."""
@@ -158,7 +159,7 @@ def _server_user() -> str | None:
 
 def _start(server: PostgresServer) -> None:
     options = f"-p {server.port} -k {server.folder} -c listen_addresses=127.0.0.1 -c fsync=off " \
-              "-c synchronous_commit=off -c full_page_writes=off -c max_connections=60"
+              "-c full_page_writes=off -c max_connections=60"
     server.pg_ctl("-w", "-t", "60", "-l", str(server.folder / "server.log"), "-o", options, "start")
 
 
