@@ -171,3 +171,15 @@ def test_the_schema_rejects_what_the_spec_parser_rejects() -> None:
         config["resources"]["jobs"]["j"].update(bad)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(config, schema)
+
+
+def test_the_file_arrival_example_deploys_with_its_job(tmp_path: Path) -> None:
+    spec_path = REPO_ROOT / "conf" / "file_arrival.yaml"
+    write_deployment(load_spec(spec_path), tmp_path, load_spec(spec_path, env="prod"))
+    bundle = yaml.safe_load((tmp_path / "databricks.yml").read_text())
+    if SCHEMA.exists():
+        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    job = bundle["resources"]["jobs"]["file_arrival_job"]
+    landing = bundle["resources"]["pipelines"]["file_arrival"]["configuration"]["file_arrival.landing"]
+    assert job["trigger"]["file_arrival"]["url"] == landing  # the job watches the folder the pipeline loads
+    assert "jobs" not in bundle["targets"]["prod"]["resources"]  # same trigger in production

@@ -345,3 +345,19 @@ def test_quartz_expressions_databricks_accepts(expression: str) -> None:
 ])
 def test_quartz_expression_mistakes(expression: str, problem: str) -> None:
     assert any(problem in p for p in quartz_cron_problems(expression)), quartz_cron_problems(expression)
+
+
+def test_readme_trigger_example_parses(tmp_path: Path) -> None:
+    import re
+
+    import yaml
+
+    readme = (REPO / "README.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL) if b.startswith("trigger:"))
+    trigger = yaml.safe_load(block)["trigger"]
+    assert _trigger_spec(tmp_path, trigger).trigger == JobTrigger(file_arrival="/Volumes/main/raw/files/landing/"
+                                                                                "customers")
+    commented = yaml.safe_load(re.sub(r"^( *)# (\w+:)", r"\1\2", block, flags=re.MULTILINE))["trigger"]
+    del commented["file_arrival"]
+    assert _trigger_spec(tmp_path, commented).trigger == JobTrigger(schedule="0 0 6 ? * MON-FRI",
+                                                                    timezone="Europe/Amsterdam")
