@@ -52,6 +52,7 @@ FLOW_PROGRESS_DETAILS_DDL = (
 
 
 def event_log_schema() -> StructType:
+    """The event log's schema (:data:`EVENT_LOG_DDL`) as a StructType."""
     from pyspark.sql.types import StructType, _parse_datatype_string
 
     schema = _parse_datatype_string(EVENT_LOG_DDL)
@@ -122,6 +123,7 @@ class EventLog:
 
     @property
     def events(self) -> list[dict[str, Any]]:
+        """The events not written yet, oldest first (a copy)."""
         with self._lock:
             return list(self._events)
 

@@ -22,6 +22,8 @@ Nothing here decides by searching a message's text.
 from __future__ import annotations
 
 import json
+import re
+import sysconfig
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -35,6 +37,7 @@ VIOLATION_KEY = "medallion_error"  # the key of the JSON payload of a framework 
 
 _MAX_DEPTH = 24
 _FRAMEWORK_DIR = str(Path(__file__).resolve().parent) + "/"
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"] + "/"
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,14 @@ def classify(exc: BaseException, *, flow: str, dataset: str, file: str | None = 
         return own
     where = next((w for link in reversed(chain) if link.python is not None
                   for w in (_user_frame(link.python),) if w is not None), None)
-    root = _root(chain)
-    return FlowError(flow, dataset, root, [link.info for link in chain],
-                     file=where[0] if where else file, line=where[1] if where else line)
+    worker = _worker_error(chain)
+    root = worker.info if worker is not None else _root(chain)
+    where = where or (worker.where if worker is not None else None)
+    infos = [link.info for link in chain]
+    if worker is not None:  # the user's exception, raised on a Python worker, ends the chain whole
+        infos.append(worker.info)
+    return FlowError(flow, dataset, root, infos, file=where[0] if where else file,
+                     line=where[1] if where else line)
 
 
 def spark_causes(exc: BaseException) -> list[tuple[CauseInfo, dict[str, str]]]:
@@ -182,34 +190,94 @@ def _payload(link: _Link) -> dict[str, Any] | None:
 
 
 def _root(chain: list[_Link]) -> CauseInfo:
-    """The innermost exception that says something: a Python worker's error shows its last line."""
+    """The innermost exception that says something."""
     for link in reversed(chain):
-        info = link.info
-        if info.class_name.endswith("PythonException") and info.message:
-            return _python_worker_error(info)
-        if info.message.strip():
-            return info
+        if link.info.message.strip():
+            return link.info
     return chain[-1].info
 
 
+@dataclass(frozen=True)
+class _WorkerError:
+    """The exception a Python UDF raised on a worker, and the innermost frame of the user's code there."""
+
+    info: CauseInfo
+    where: tuple[str, int] | None
+
+
+def _worker_error(chain: list[_Link]) -> _WorkerError | None:
+    """The Python worker's exception, from the innermost ``PythonException`` of the chain, or None."""
+    info = next((info for link in reversed(chain) for info in (_worker_traceback(link),) if info is not None),
+                None)
+    if info is None:
+        return None
+    return _WorkerError(_python_worker_error(info), _worker_frame(info.message))
+
+
+def _worker_traceback(link: _Link) -> CauseInfo | None:
+    """A ``PythonException`` with the worker's traceback as its message, or None for any other exception.
+
+    The JVM's exception keeps the traceback in its ``traceback`` message parameter; its own message can be
+    Spark's error-class text alone (seen when the exception reaches the driver unconverted, as a
+    ``Py4JJavaError``'s cause)."""
+    info = link.info
+    if not info.class_name.endswith("PythonException"):
+        return None
+    params = _call(link.java, "getMessageParameters") if link.java is not None else None
+    traceback_text = params.get("traceback") if params is not None else None
+    if traceback_text:
+        return CauseInfo(info.class_name, str(traceback_text), info.error_class)
+    return info if info.message else None
+
+
+def _last_traceback(text: str) -> tuple[list[str], list[str]]:
+    """The frame lines and the exception lines of the last ``Traceback`` block of a formatted traceback.
+
+    A UDF's exception reaches the driver only as the worker's formatted traceback (the message of Spark's
+    ``PythonException``); it is read back here in the format Python's ``traceback`` module writes: the last
+    block is the exception that ended the worker, and its exception lines (the class, the message and the
+    message's further lines) follow the last frame, unindented."""
+    lines = text.splitlines()
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
+                default=-1)
+    block = lines[start + 1:]
+    first = next((i for i, line in enumerate(block) if line.strip() and not line[:1].isspace()), len(block))
+    return block[:first], block[first:]
+
+
 def _python_worker_error(info: CauseInfo) -> CauseInfo:
-    """A Python UDF's exception, shipped from a worker as its formatted traceback: its last line."""
-    lines = [line for line in info.message.splitlines() if line.strip()]
-    last = lines[-1].strip() if lines else info.message
-    name, _, message = last.partition(": ")
-    if name and " " not in name:
-        return CauseInfo(name, message, info.error_class)
-    return CauseInfo(info.class_name, last, info.error_class)
+    """A Python UDF's exception: its class and its whole message, from the worker's formatted traceback."""
+    _, exception = _last_traceback(info.message)
+    name, _, message = exception[0].partition(": ") if exception else ("", "", "")
+    if not name or " " in name:
+        last = next((line.strip() for line in reversed(info.message.splitlines()) if line.strip()), "")
+        return CauseInfo(info.class_name, last or info.message, info.error_class)
+    return CauseInfo(name, "\n".join([message, *exception[1:]]).rstrip(), info.error_class)
+
+
+def _worker_frame(text: str) -> tuple[str, int] | None:
+    """The innermost frame of the user's code in a worker's formatted traceback, or None."""
+    frames, _ = _last_traceback(text)
+    found = [(m.group(1), int(m.group(2))) for line in frames for m in (_FRAME.match(line),)
+             if m is not None and _is_user_file(m.group(1))]
+    return found[-1] if found else None
+
+
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)')
+
+
+def _is_user_file(name: str) -> bool:
+    """True for a file of the user's code: not the framework's, Python's or an installed package's, not
+    generated."""
+    return not (name.startswith((_FRAMEWORK_DIR, _STDLIB_DIR, "<")) or "site-packages" in name)
 
 
 def _user_frame(exc: BaseException) -> tuple[str, int] | None:
     """The innermost traceback frame outside the framework and site-packages: the user's own code."""
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        name = frame.filename
-        if name.startswith(_FRAMEWORK_DIR) or "site-packages" in name or name.startswith("<"):
-            continue
-        found = (name, frame.lineno or 0)
+        if _is_user_file(frame.filename):
+            found = (frame.filename, frame.lineno or 0)
     return found
 
 

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.runner.delta_log import has_commit
-from framework.runner.reads import local_table_name, quote_identifier
+from framework.runner.reads import local_table_name, quote_identifier, split_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,6 +19,23 @@ if TYPE_CHECKING:
 def sql_string(value: str) -> str:
     """A SQL string literal (single quotes, with quotes and backslashes escaped)."""
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def table_identifier(name: str) -> str:
+    """The catalog name of dataset ``name``: a name written as one quoted identifier (in backticks, such as
+    ``name="`odd.name`"``) is what the backticks hold, dots included; any other name is taken whole."""
+    parts = split_name(name)
+    return parts[0] if len(parts) == 1 else name
+
+
+# Spark's session catalog (the local metastore) accepts only these table and schema names: SessionCatalog's
+# validateName refuses any other with INVALID_SCHEMA_OR_RELATION_NAME. Unity Catalog allows more (`my table`).
+_CATALOG_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def catalog_name_ok(name: str) -> bool:
+    """True when Spark's local catalog accepts ``name`` as a table or schema name."""
+    return _CATALOG_NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -47,21 +65,31 @@ class CatalogPublisher:
             spark._medallion_catalog = publisher  # type: ignore[attr-defined]
         return publisher
 
-    def publish(self, tables: Iterable[PublishedTable]) -> None:
-        """Register every table that has a commit (a table whose first write failed has none: skipped)."""
+    def publish(self, tables: Iterable[PublishedTable]) -> list[PublishedTable]:
+        """Register every table that has a commit (a table whose first write failed has none: skipped).
+
+        Returns:
+            The tables left out because the local catalog refuses their name (see :func:`catalog_name_ok`).
+        """
+        refused = []
         for table in tables:
             if not has_commit(table.path):
                 continue
+            if not (catalog_name_ok(table.schema) and catalog_name_ok(table_identifier(table.name))):
+                refused.append(table)
+                continue
             self._publish(table)
+        return refused
 
     def _publish(self, table: PublishedTable) -> None:
-        name = local_table_name(f"{quote_identifier(table.schema)}.{quote_identifier(table.name)}")
+        identifier = table_identifier(table.name)
+        name = local_table_name(f"{quote_identifier(table.schema)}.{quote_identifier(identifier)}")
         if self._registered.get(name) == table.path:
             return
         if table.schema not in self._schemas:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(table.schema)}")
             self._schemas.add(table.schema)
-        if self.spark.catalog.tableExists(table.name, table.schema):
+        if self.spark.catalog.tableExists(name):
             current = self._location(name)
             if current is None or Path(current.removeprefix("file:")).resolve() != Path(table.path).resolve():
                 self.spark.sql(f"DROP TABLE IF EXISTS {name}")

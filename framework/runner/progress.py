@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from typing_extensions import override
+
 from framework.errors import FlowError
 
 if TYPE_CHECKING:
@@ -113,31 +115,39 @@ class ConsoleListener(ProgressListener):
     def _print(self, text: str) -> None:
         print(text, file=self._out, flush=True)
 
+    @override
     def update_started(self, libraries: int, details: dict[str, Any]) -> None:
         self._print(f"{self._prefix}: loading {libraries} libraries")
 
+    @override
     def note(self, text: str) -> None:
         self._print(f"  {text}")
 
+    @override
     def flow_starting(self, flow: FlowEvent) -> None:
         self._print(f"  {'':7s} {flow.name:28s} starting")
 
+    @override
     def flow_retrying(self, flow: FlowEvent, reason: str, error: BaseException) -> None:
         self._print(f"  {'':7s} {flow.name:28s} {reason}; retrying")
 
+    @override
     def flow_completed(self, flow: FlowEvent, result: FlowResult, position: int, total: int) -> None:
         rows = result.rows_out
         extra = f", {result.dropped_records} dropped" if result.dropped_records else ""
         self._print(f"  [{position}/{total}] {flow.name:28s} COMPLETED  {rows if rows is not None else '-'} rows"
                     f"{extra}  {result.seconds:.1f}s")
 
+    @override
     def flow_failed(self, flow: FlowEvent, result: FlowResult, error: BaseException, position: int,
                     total: int) -> None:
         self._print(f"  [{position}/{total}] {flow.name:28s} FAILED     {describe(error)}")
 
+    @override
     def flow_skipped(self, flow: FlowEvent, upstream: str) -> None:
         self._print(f"  {'':7s} {flow.name:28s} SKIPPED    upstream '{upstream}' failed")
 
+    @override
     def update_finished(self, state: str, error: BaseException | None) -> None:
         if error is not None:
             self._print(f"error: {error}")
@@ -150,11 +160,13 @@ class EventLogListener(ProgressListener):
         self._events = events
         self._short = update_id[:8]
 
+    @override
     def update_started(self, libraries: int, details: dict[str, Any]) -> None:
         self._events.emit("create_update", f"Update {self._short} started.", details=details)
         self._events.emit("update_progress", "Update is INITIALIZING.", details={"state": "INITIALIZING"})
         self._events.commit_soon()
 
+    @override
     def graph_ready(self, graph: PipelineGraph, flows: Sequence[FlowEvent]) -> None:
         from framework.registry import normalize_name
 
@@ -168,34 +180,45 @@ class EventLogListener(ProgressListener):
         self._events.emit("update_progress", "Update is RUNNING.", details={"state": "RUNNING"})
         self._events.commit_soon()
 
+    @override
     def flow_excluded(self, flow: FlowEvent) -> None:
         self._flow(flow, "EXCLUDED", f"Flow '{flow.name}' is EXCLUDED.")
 
+    @override
     def flow_starting(self, flow: FlowEvent) -> None:
         self._flow(flow, "RUNNING", f"Flow '{flow.name}' is RUNNING.")
 
+    @override
     def flow_retrying(self, flow: FlowEvent, reason: str, error: BaseException) -> None:
         self._flow(flow, "RETRYING", f"Flow '{flow.name}' is RETRYING: {reason}.", level="WARN")
 
+    @override
     def flow_completed(self, flow: FlowEvent, result: FlowResult, position: int, total: int) -> None:
         self._metrics(flow, result, f"Flow '{flow.name}' has COMPLETED.")
         self._events.commit_soon()
 
+    @override
     def view_checked(self, flow: FlowEvent, result: FlowResult) -> None:
         self._metrics(flow, result, f"Flow '{flow.name}' has COMPLETED.")
 
+    @override
     def flow_failed(self, flow: FlowEvent, result: FlowResult, error: BaseException, position: int,
                     total: int) -> None:
         from framework.failures import cause_chain
 
+        details: dict[str, Any] = {"status": "FAILED"}
+        if result.batches:  # micro-batches committed before the failure: counted here, and never again
+            details.update(self._progress(result))
         self._events.emit("flow_progress", f"Flow '{flow.name}' has FAILED: {describe(error)}", level="ERROR",
                           flow_name=flow.name, dataset_name=flow.target, error=error, chain=cause_chain(error),
-                          details={"status": "FAILED"})
+                          details=details)
         self._events.commit_soon()
 
+    @override
     def flow_skipped(self, flow: FlowEvent, upstream: str) -> None:
         self._flow(flow, "SKIPPED", f"Flow '{flow.name}' is SKIPPED because '{upstream}' failed.", level="WARN")
 
+    @override
     def update_finished(self, state: str, error: BaseException | None) -> None:
         level = "INFO" if state == "COMPLETED" else "ERROR"
         self._events.emit("update_progress", f"Update {self._short} is {state}.", level=level, error=error,
@@ -206,9 +229,15 @@ class EventLogListener(ProgressListener):
                           details={"status": status})
 
     def _metrics(self, flow: FlowEvent, result: FlowResult, message: str) -> None:
-        details: dict[str, Any] = {"status": "COMPLETED", "metrics": result.metrics()}
+        details: dict[str, Any] = {"status": "COMPLETED", **self._progress(result)}
+        self._events.emit("flow_progress", message, level="METRICS" if "data_quality" in details else "INFO",
+                          flow_name=flow.name, dataset_name=flow.target, details=details)
+
+    @staticmethod
+    def _progress(result: FlowResult) -> dict[str, Any]:
+        """The ``metrics`` and ``data_quality`` of a flow_progress event's details."""
+        details: dict[str, Any] = {"metrics": result.metrics()}
         quality = result.data_quality()
         if quality is not None:
             details["data_quality"] = quality
-        self._events.emit("flow_progress", message, level="METRICS" if quality else "INFO", flow_name=flow.name,
-                          dataset_name=flow.target, details=details)
+        return details

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 _PATH_OPTIONS = {"path", "cloudfiles.schemalocation", "cloudfiles.cleansource.movedestination", "badrecordspath",
                  "checkpointlocation", "sourcearchivedir"}
+# Spark's error classes for a data source that is not on the class path: in general, and its own texts for
+# Avro and Kafka (which ship as separate modules), error classes that Spark 4.2 still calls legacy
+_CONNECTOR_MISSING = {"DATA_SOURCE_NOT_FOUND", "_LEGACY_ERROR_TEMP_1139", "_LEGACY_ERROR_TEMP_1140"}
 _LIVE_REF = re.compile(r"\b(?:LIVE|live)\.`?(\w+)`?")
 
 
@@ -30,6 +33,7 @@ class ConfProxy:
         self._configuration = configuration
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The pipeline configuration's value of ``key``, else the session's (``default`` when neither has it)."""
         if key in self._configuration:
             return self._configuration[key]
         if default is None:
@@ -37,6 +41,7 @@ class ConfProxy:
         return self._spark.conf.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
+        """Set ``key`` in the pipeline configuration and on the session."""
         self._configuration[key] = str(value)
         self._spark.conf.set(key, value)
 
@@ -55,27 +60,33 @@ class ReaderProxy:
         self._schema: Any = None
 
     def format(self, source: str) -> ReaderProxy:
+        """The source format (``json``, ``cloudFiles``, ``delta``, ...)."""
         self._format = source
         return self
 
     def option(self, key: str, value: Any) -> ReaderProxy:
+        """One reader option (Databricks paths in path options are mapped when the read is built)."""
         self._options[key] = _opt(value)
         return self
 
     def options(self, **options: Any) -> ReaderProxy:
+        """Several reader options."""
         for key, value in options.items():
             self.option(key, value)
         return self
 
     def schema(self, schema: Any) -> ReaderProxy:
+        """The read's schema (a DDL string or a StructType)."""
         self._schema = schema
         return self
 
     def table(self, name: str) -> DataFrame:
+        """A table by name: a pipeline dataset through the active flow's reader, else the catalog's."""
         return self._router.current().table(name, streaming=self._streaming)
 
     def load(self, path: str | list[str] | None = None, format: str | None = None, schema: Any = None,
              **options: Any) -> DataFrame:
+        """The read itself: Databricks paths mapped, ``cloudFiles`` to Auto Loader, a missing connector said."""
         if format is not None:
             self.format(format)
         if schema is not None:
@@ -122,8 +133,7 @@ class ReaderProxy:
         try:
             return reader.load(*args)
         except Exception as exc:
-            condition = _condition(exc)
-            if condition != "DATA_SOURCE_NOT_FOUND":
+            if _condition(exc) not in _CONNECTOR_MISSING:
                 raise
             from framework.errors import ConnectorMissingError
 
@@ -151,18 +161,23 @@ class ReaderProxy:
         return self.options(**{k: v for k, v in options.items() if v is not None}).load(path)
 
     def json(self, path: Any, **options: Any) -> DataFrame:
+        """``spark.read.json``: a ``json`` format load."""
         return self._shortcut("json", path, options)
 
     def csv(self, path: Any, **options: Any) -> DataFrame:
+        """``spark.read.csv``: a ``csv`` format load."""
         return self._shortcut("csv", path, options)
 
     def parquet(self, *paths: Any, **options: Any) -> DataFrame:
+        """``spark.read.parquet``: a ``parquet`` format load."""
         return self._shortcut("parquet", list(paths) if len(paths) > 1 else paths[0], options)
 
     def text(self, path: Any, **options: Any) -> DataFrame:
+        """``spark.read.text``: a ``text`` format load."""
         return self._shortcut("text", path, options)
 
     def orc(self, path: Any, **options: Any) -> DataFrame:
+        """``spark.read.orc``: an ``orc`` format load."""
         return self._shortcut("orc", path, options)
 
 
@@ -190,13 +205,16 @@ class SessionProxy:
 
     @property
     def read(self) -> ReaderProxy:
+        """``spark.read``, routed through the pipeline's reads."""
         return ReaderProxy(self._router, streaming=False)
 
     @property
     def readStream(self) -> ReaderProxy:
+        """``spark.readStream``, routed through the pipeline's reads."""
         return ReaderProxy(self._router, streaming=True)
 
     def table(self, name: str) -> DataFrame:
+        """``spark.table``: a pipeline dataset through the active flow's reader, else the catalog's."""
         return self._router.current().table(name, streaming=False)
 
     def sql(self, query: str, *args: Any, **kwargs: Any) -> DataFrame:

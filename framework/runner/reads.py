@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import override
+
 from framework.context import reader_context
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow
 from framework.errors import PipelineError
@@ -190,15 +192,18 @@ class ExecuteReader(FlowReader):
     sources: list[CloudSource] = field(default_factory=list)
     views: list[ViewCheck] = field(default_factory=list)
 
+    @override
     def unknown_dataset(self, name: str) -> DataFrame:
         raise PipelineError(f"'{name}' is not a dataset of this pipeline"
                             f"{self.registry.did_you_mean(name.split('.')[-1])}", code="UNRESOLVED_DATASET")
 
+    @override
     def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
         self.sources.append(CloudSource(path, dict(options), self.env.checkpoint_path(self.flow)))
         built = self.prebuilt.pop(source_key(self.flow_key, path, options, schema), None)
         return built if built is not None else self.build_cloud_files(path, options, schema)
 
+    @override
     def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
         if dataset.kind is DatasetKind.VIEW:
             return self._view(key)
@@ -254,13 +259,13 @@ def quote_identifier(part: str) -> str:
 
 def local_table_name(name: str) -> str:
     """Unity Catalog / Hive names → the local catalog (one catalog, ``spark_catalog``), each part quoted."""
-    parts = _split_name(name)
+    parts = split_name(name)
     if len(parts) == 3:
         parts = ["spark_catalog", *parts[1:]]
     return ".".join(quote_identifier(p) for p in parts)
 
 
-def _split_name(name: str) -> list[str]:
+def split_name(name: str) -> list[str]:
     """``a.b.c`` into its parts; a part in backticks may hold dots (and doubled backticks)."""
     parts: list[str] = []
     current: list[str] = []

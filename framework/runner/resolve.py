@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import override
+
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow, FlowKind
 from framework.errors import GraphError, PipelineError, Problem, RuleFileError
 from framework.graph import NameResolver, PipelineGraph, Read, build_graph
@@ -192,9 +194,11 @@ class ResolveReader(FlowReader):
         assert self.resolver is not None
         return self.resolver
 
+    @override
     def unknown_dataset(self, name: str) -> DataFrame:
         raise _Unresolvable(name)  # the graph reports the unknown name, with a "did you mean"
 
+    @override
     def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
         from framework.autoloader import reusable_source
 
@@ -203,6 +207,7 @@ class ResolveReader(FlowReader):
             self._resolver.sources[source_key(self.flow_key, path, options, schema)] = df
         return df
 
+    @override
     def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
         resolver = self._resolver
         if key in resolver.resolving:

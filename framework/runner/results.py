@@ -44,6 +44,17 @@ class FlowResult:
         return QualityMetrics(self.num_input_rows or 0, self.num_output_rows or 0, self.dropped_records,
                               tuple(self.expectations)).data_quality()
 
+    def add(self, other: FlowResult) -> None:
+        """Add what ``other`` counted (another attempt of this flow, or a view read by it) to this result."""
+        for key in ("num_input_rows", "num_output_rows", "num_upserted_rows", "num_deleted_rows"):
+            theirs = getattr(other, key)
+            if theirs is not None:
+                setattr(self, key, (getattr(self, key) or 0) + theirs)
+        self.dropped_records += other.dropped_records
+        self.batches += other.batches
+        self.seconds += other.seconds
+        self.expectations = add_expectations(self.expectations, other.expectations)
+
     @property
     def rows_out(self) -> int | None:
         """Rows written: output rows, or upserted rows for APPLY CHANGES targets."""
@@ -68,3 +79,14 @@ class UpdateResult:
     def flow(self, name: str) -> FlowResult:
         """The result of the flow called ``name`` (case-insensitive)."""
         return next(f for f in self.flows if f.flow.lower() == name.lower())
+
+
+def add_expectations(total: list[ExpectationResult], more: list[ExpectationResult]) -> list[ExpectationResult]:
+    """Pass and fail counts of the same expectations added up, by name (the first one's order kept)."""
+    by_name = {e.name: e for e in total}
+    for e in more:
+        old = by_name.get(e.name)
+        by_name[e.name] = e if old is None else ExpectationResult(
+            e.name, e.dataset, old.passed_records + e.passed_records, old.failed_records + e.failed_records,
+            e.action)
+    return list(by_name.values())

@@ -71,7 +71,20 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
             builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
+    quiet_query_context_loggers()
     return spark
+
+
+def quiet_query_context_loggers() -> None:
+    """Silence the loggers pyspark writes a Spark error with a query context to (``DIVIDE_BY_ZERO`` under ANSI,
+    ...): a JSON line on stderr holding the JVM's stack trace, when the exception is created. The runner reports
+    every failure itself, with its cause; pyspark's own line would be a page of Java frames before it."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 JDK_HINT = ("install a Java 17 JDK, e.g. `sudo apt-get install openjdk-17-jdk-headless` (Debian/Ubuntu) or "

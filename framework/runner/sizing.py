@@ -34,10 +34,12 @@ class InputLog:
     unsized: list[str] = field(default_factory=list)  # inputs whose size is unknown, described for the log
 
     def path(self, path: str) -> None:
+        """Record a file source's local path (once)."""
         if path not in self.paths:
             self.paths.append(path)
 
     def unknown(self, what: str) -> None:
+        """Record an input whose size cannot be known before it is read (once)."""
         if what not in self.unsized:
             self.unsized.append(what)
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
+    """The summary of ``result`` as text: a line per flow, its expectations and its error, then where things are."""
     state = "COMPLETED" if result.succeeded else "FAILED"
     lines = [
         "",

@@ -87,9 +87,7 @@ def _run_logged(env: UpdateEnvironment, options: UpdateOptions, events: EventLog
     spark = env.spark
     events.start_writer(spark)
     with ExitStack() as restore:  # the session's own settings come back when the update ends
-        for key, value in env.spec.spark_conf.items():
-            spark.conf.set(key, value)
-        restore.enter_context(session_conf(spark, {"pipelines.updateId": env.update_id}))
+        restore.enter_context(session_conf(spark, {**env.spec.spark_conf, "pipelines.updateId": env.update_id}))
         try:
             _run(env, options, events, listener, result)
         except PipelineError as exc:
@@ -130,7 +128,11 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
             result.flows = Execution(router, graph, selected, listener, max_concurrent=options.max_concurrent_flows,
                                      prebuilt=resolution.reusable_sources(cleared)).run()
-        publish_tables(env, graph)
+        refused = publish_tables(env, graph)
+        if refused:
+            names = ", ".join(f"'{t.name}' ({t.path})" for t in refused)
+            listener.note(f"not registered in the local catalog (Spark's local catalog allows only letters, digits "
+                          f"and _ in table names): {names}; read them with spark.read.format('delta').load(path)")
 
 
 def _full_refresh(env: UpdateEnvironment, graph: PipelineGraph, options: UpdateOptions,
@@ -158,10 +160,11 @@ def _small_update(env: UpdateEnvironment, router: ReadRouter, graph: PipelineGra
     return conf
 
 
-def publish_tables(env: UpdateEnvironment, graph: PipelineGraph) -> None:
-    """Publish the pipeline's tables that have a commit to the local catalog as ``<schema>.<name>``."""
+def publish_tables(env: UpdateEnvironment, graph: PipelineGraph) -> list[PublishedTable]:
+    """Publish the pipeline's tables that have a commit to the local catalog as ``<schema>.<name>``; return
+    those whose name the local catalog refuses."""
     registry = graph.registry
-    CatalogPublisher.for_session(env.spark).publish(
+    return CatalogPublisher.for_session(env.spark).publish(
         PublishedTable(env.spec.schema, dataset.name, env.table_path(registry, key))
         for key, dataset in registry.datasets.items()
         if graph.kinds[key] is not DatasetKind.VIEW and not dataset.private)
