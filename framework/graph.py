@@ -27,6 +27,30 @@ class Read:
     via_live: bool = False
 
 
+def split_name(name: str) -> list[str]:
+    """``a.b.c`` into its parts; a part in backticks may hold dots (and doubled backticks)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted and name[i + 1:i + 2] == "`":
+                current.append("`")
+                i += 2
+                continue
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current).strip())
+    return parts
+
+
 @dataclass(frozen=True)
 class NameResolver:
     """Resolves names as pipelines write them: bare, ``LIVE.x``, ``schema.x``, ``catalog.schema.x``."""
@@ -37,7 +61,7 @@ class NameResolver:
 
     def internal(self, name: str) -> str | None:
         """The pipeline dataset ``name`` refers to, or None if it is external."""
-        parts = [p.strip("`") for p in name.strip().split(".")]
+        parts = split_name(name.strip())
         if (len(parts) == 2 and parts[0].upper() == "LIVE") or (len(parts) == 2 and parts[0].lower() == self.schema.lower()):
             parts = parts[1:]
         elif len(parts) == 3 and parts[1].lower() == self.schema.lower() and (

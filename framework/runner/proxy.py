@@ -82,7 +82,7 @@ class ReaderProxy:
 
     def table(self, name: str) -> DataFrame:
         """A table by name: a pipeline dataset through the active flow's reader, else the catalog's."""
-        return self._router.current().table(name, streaming=self._streaming)
+        return self._router.current().table(name, streaming=self._streaming, options=self._options)
 
     def load(self, path: str | list[str] | None = None, format: str | None = None, schema: Any = None,
              **options: Any) -> DataFrame:
@@ -97,6 +97,9 @@ class ReaderProxy:
                           for k, v in self._options.items()}
         if (self._format or "").lower() == "cloudfiles":
             return self._cloud_files(path, mapped_options)
+        from framework.sources import check_read
+
+        check_read(self._format, mapped_options)  # the framework's own sources: options checked on the driver
         reader: Any = self._router.spark.readStream if self._streaming else self._router.spark.read
         if self._format:
             reader = reader.format(self._format)

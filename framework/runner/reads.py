@@ -22,7 +22,7 @@ from typing_extensions import override
 from framework.context import reader_context
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow
 from framework.errors import PipelineError
-from framework.graph import NameResolver, Read
+from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
 from framework.runner.delta_log import appended_since_creation
 from framework.runner.sizing import InputLog
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from framework.runner.environment import UpdateEnvironment
 
+_NO_OPTIONS: Mapping[str, str] = {}
 SourceKey = tuple[str, str, str, str]  # (flow key, path, options, schema): one Auto Loader source of a flow
 
 
@@ -132,9 +133,10 @@ class FlowReader(ABC):
         """``dlt.read_stream(name)``."""
         return self._read(name, streaming=True, via_live=True)
 
-    def table(self, name: str, streaming: bool) -> DataFrame:
-        """``spark.read.table(name)`` / ``spark.readStream.table(name)``."""
-        return self._read(name, streaming=streaming, via_live=NameResolver.is_live(name))
+    def table(self, name: str, streaming: bool, options: Mapping[str, str] | None = None) -> DataFrame:
+        """``spark.read.table(name)`` / ``spark.readStream.table(name)``, with the reader's options
+        (``readChangeFeed``, ``startingVersion``, ``skipChangeCommits``, ...)."""
+        return self._read(name, streaming=streaming, via_live=NameResolver.is_live(name), options=options or {})
 
     def sql_reference(self, name: str) -> str:
         """What ``LIVE.name`` in SQL becomes: a temp view over the dataset's DataFrame."""
@@ -143,23 +145,25 @@ class FlowReader(ABC):
         df.createOrReplaceTempView(view)
         return view
 
-    def _read(self, name: str, *, streaming: bool, via_live: bool) -> DataFrame:
+    def _read(self, name: str, *, streaming: bool, via_live: bool,
+              options: Mapping[str, str] | None = None) -> DataFrame:
         self.reads.append(Read(name, streaming, via_live))
         internal = self.names.internal(name)
         if internal is None:
             if via_live:
                 return self.unknown_dataset(name)
             self.router.inputs.unknown(f"table {name}")
-            return external_read(self.env.spark, name, streaming)
-        return self.dataset(internal, self.registry.datasets[internal], streaming)
+            return external_read(self.env.spark, name, streaming, options or {})
+        return self.dataset(internal, self.registry.datasets[internal], streaming, options or {})
 
     @abstractmethod
     def unknown_dataset(self, name: str) -> DataFrame:
         """A ``dlt.read``/``LIVE.`` name that is no dataset of the pipeline."""
 
     @abstractmethod
-    def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
-        """A read of pipeline dataset ``key``."""
+    def dataset(self, key: str, dataset: Dataset, streaming: bool,
+                options: Mapping[str, str] = _NO_OPTIONS) -> DataFrame:
+        """A read of pipeline dataset ``key`` (``options``: the reader's, e.g. ``readChangeFeed``)."""
 
     @abstractmethod
     def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
@@ -204,7 +208,8 @@ class ExecuteReader(FlowReader):
         return built if built is not None else self.build_cloud_files(path, options, schema)
 
     @override
-    def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
+    def dataset(self, key: str, dataset: Dataset, streaming: bool,
+                options: Mapping[str, str] = _NO_OPTIONS) -> DataFrame:
         if dataset.kind is DatasetKind.VIEW:
             return self._view(key)
         path = self.env.table_path(self.registry, key)
@@ -214,12 +219,12 @@ class ExecuteReader(FlowReader):
                 f"dataset '{dataset.name}' has no data yet ({path} does not exist): run the update without "
                 "a selection, or include it in --select", code="DATASET_NOT_MATERIALIZED")
         if streaming:
-            stream = spark.readStream.format("delta")
-            if self._fresh_checkpoint() and appended_since_creation(path):
+            stream = spark.readStream.format("delta").options(**options)
+            if not options and self._fresh_checkpoint() and appended_since_creation(path):
                 # same rows as the initial snapshot, without its state reconstruction (see delta_log)
                 stream = stream.option("startingVersion", "0")
             return stream.load(path)
-        return spark.read.format("delta").load(path)
+        return spark.read.format("delta").options(**options).load(path)
 
     def _view(self, key: str) -> DataFrame:
         """A view is its query, computed where it is read, with its expectations (counted for this read)."""
@@ -246,10 +251,12 @@ class ExecuteReader(FlowReader):
         return not offsets.is_dir() or not any(offsets.iterdir())
 
 
-def external_read(spark: SparkSession, name: str, streaming: bool) -> DataFrame:
-    """A table outside the pipeline, from the local catalog."""
+def external_read(spark: SparkSession, name: str, streaming: bool,
+                  options: Mapping[str, str] = _NO_OPTIONS) -> DataFrame:
+    """A table outside the pipeline, from the local catalog, with the reader's options."""
     local = local_table_name(name)
-    return spark.readStream.table(local) if streaming else spark.read.table(local)
+    reader = spark.readStream if streaming else spark.read
+    return reader.options(**options).table(local)
 
 
 def quote_identifier(part: str) -> str:
@@ -265,25 +272,3 @@ def local_table_name(name: str) -> str:
     return ".".join(quote_identifier(p) for p in parts)
 
 
-def split_name(name: str) -> list[str]:
-    """``a.b.c`` into its parts; a part in backticks may hold dots (and doubled backticks)."""
-    parts: list[str] = []
-    current: list[str] = []
-    quoted = False
-    i = 0
-    while i < len(name):
-        ch = name[i]
-        if ch == "`":
-            if quoted and name[i + 1:i + 2] == "`":
-                current.append("`")
-                i += 2
-                continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current).strip())
-    return parts

@@ -208,7 +208,14 @@ class ResolveReader(FlowReader):
         return df
 
     @override
-    def dataset(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
+    def dataset(self, key: str, dataset: Dataset, streaming: bool,
+                options: Mapping[str, str] | None = None) -> DataFrame:
+        df = self._stand_in(key, dataset, streaming)
+        if str((options or {}).get("readChangeFeed", "")).lower() == "true":
+            df = _with_change_columns(df)  # Delta's change data feed adds these to the table's columns
+        return df
+
+    def _stand_in(self, key: str, dataset: Dataset, streaming: bool) -> DataFrame:
         resolver = self._resolver
         if key in resolver.resolving:
             path = " -> ".join([*resolver.resolving[resolver.resolving.index(key):], key])
@@ -225,6 +232,14 @@ class ResolveReader(FlowReader):
         if df.isStreaming and not streaming:
             return spark.createDataFrame([], df.schema)
         return df
+
+
+def _with_change_columns(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return df.withColumns({"_change_type": F.lit(None).cast("string"),
+                           "_commit_version": F.lit(None).cast("bigint"),
+                           "_commit_timestamp": F.lit(None).cast("timestamp")})
 
 
 def flow_kind_label(flow: Flow, kinds: Mapping[str, DatasetKind], *, sink: bool = False) -> str:

@@ -112,6 +112,7 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         "full_refresh_selection": list(options.full_refresh_selection or []),
         "refresh_selection": list(options.refresh_selection or []),
         "config": dict(spec.configuration), "development": spec.development})
+    prepare_session(env)
     router = ReadRouter(env)
     proxy = SessionProxy(router)
     dbutils = LocalDbutils(env.mapper, spec.configuration, spec.root / ".secrets.env")
@@ -160,6 +161,20 @@ def _small_update(env: UpdateEnvironment, router: ReadRouter, graph: PipelineGra
     return conf
 
 
+def prepare_session(env: UpdateEnvironment) -> None:
+    """What pipeline code may read besides its own datasets: the framework's Spark Python data sources
+    (``jdbc_incremental``, once per session) and the spec's external ``tables``."""
+    from framework.sources import register_sources
+    from framework.sources.external import register_external_tables
+
+    spark = env.spark
+    if not getattr(spark, "_medallion_sources", False):
+        register_sources(spark)
+        spark._medallion_sources = True  # type: ignore[attr-defined]
+    if env.spec.tables:
+        register_external_tables(spark, env.spec)
+
+
 def publish_tables(env: UpdateEnvironment, graph: PipelineGraph) -> list[PublishedTable]:
     """Publish the pipeline's tables that have a commit to the local catalog as ``<schema>.<name>``; return
     those whose name the local catalog refuses."""
@@ -174,6 +189,7 @@ def resolve_pipeline(spec: PipelineSpec, spark: SparkSession | None = None) -> t
     """Load and resolve every query with Spark (no data is read or written); validate the graph and every
     expectation (rule files included). Returns the read router (what the pipeline reads) and the resolution."""
     env = UpdateEnvironment.create(spec, spark or get_or_create_session(), "validate")
+    prepare_session(env)
     router = ReadRouter(env)
     proxy = SessionProxy(router)
     dbutils = LocalDbutils(env.mapper, spec.configuration, spec.root / ".secrets.env")
