@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 SPEC ?= conf/sample.yaml
 
-.PHONY: help setup demo validate graph test unit integration e2e lint typecheck check bench clean
+.PHONY: help setup demo validate graph test unit integration e2e reliability lint typecheck check bench clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ integration: setup  ## integration tests (Spark + Delta)
 
 e2e: setup  ## end-to-end tests over the CLI
 	@$(PY) -m pytest tests/e2e -q
+
+reliability: setup  ## kill -9, concurrency and bad-input tests
+	@$(PY) -m pytest tests/reliability -q
 
 lint: setup  ## ruff lint
 	@$(PY) -m ruff check framework tests bench pipelines
