@@ -41,13 +41,13 @@ KINDS = ("bronze", "silver", "gold", "users_scd1", "users_scd2", "customers")  #
 # Events are committed by a background writer after the data (``EventLog.commit_soon``: when the update starts
 # running and when each flow ends), so a kill can land between a flow's data commit and its event's commit. What
 # the child announced less than a window before the kill may therefore be missing from the log; what it announced
-# earlier must be there. The windows are measured on a 2-core machine shared with other Spark jobs: the writer's
-# append takes under a second on a warm JVM, but the update's first commit (a cold JVM, creating the event-log
-# table while the flows start) took over 8 s there. Inside the windows, what remains checked is that the committed
-# events are a prefix of the update's sequence (the writer commits in order, everything pending at once): no
-# event exists without the ones emitted before it, so a flow's COMPLETED implies the create_update.
-WINDOW_S = 10.0  # a flow printed COMPLETED
-CREATE_WINDOW_S = 20.0  # the update printed "loading" (create_update emitted) / the first flow started
+# earlier must be there. The window is measured on a 2-core machine shared with other Spark jobs (load average
+# 10-14): the killed child's first commit (create_update, on a cold JVM) came 26-27 s after the event, the next
+# one (the flow definitions) 38 s after; the warm in-process updates committed within 1-13 s. Inside the window,
+# what remains checked is that the committed events are a prefix of the update's sequence (the writer commits in
+# order, everything pending at once): no event exists without the ones emitted before it, so a flow's COMPLETED
+# implies its update's create_update and flow definitions.
+WINDOW_S = 30.0
 
 PIPELINE = """
 import json
@@ -261,8 +261,8 @@ def test_killed_updates_lose_and_duplicate_nothing(spark: SparkSession, tmp_path
 
 
 def check_killed_update(events: list[Event], killed: Killed) -> None:
-    """The killed update left a prefix of its events: its create_update, its flow definitions, and the
-    COMPLETED progress of every flow that finished (its data committed) more than WINDOW_S before the kill."""
+    """The killed update left a prefix of its events: its create_update and the COMPLETED progress of every flow
+    that finished (its data committed) more than WINDOW_S before the kill, with the flow definitions before them."""
     loading = killed.first(UPDATE_LINE)
     assert loading is not None, killed.output()
     started_at, match = loading
@@ -271,15 +271,13 @@ def check_killed_update(events: list[Event], killed: Killed) -> None:
     mine = of_update(events, ids.pop()) if ids else []
     assert [e.seq for e in mine] == list(range(1, len(mine) + 1)), "committed out of order: a gap in seq_no"
     types = [e.event_type for e in mine]
-    if killed.at - started_at > CREATE_WINDOW_S or mine:
+    if killed.at - started_at > WINDOW_S or mine:
         assert types[:1] == ["create_update"], (types, killed.output())
-    first_start = killed.first(STARTING_LINE)
-    if first_start is not None and killed.at - first_start[0] > CREATE_WINDOW_S:
-        defined = {e.flow_name for e in mine if e.event_type == "flow_definition"}
-        assert defined == set(FLOWS), (defined, killed.output())
     logged = {e.flow_name for e in mine if e.event_type == "flow_progress" and e.status == "COMPLETED"}
     due = {flow for flow, t in killed.completed().items() if killed.at - t > WINDOW_S}
     assert due <= logged, (due - logged, killed.output())
+    if logged:
+        assert {e.flow_name for e in mine if e.event_type == "flow_definition"} == set(FLOWS)
     assert logged <= set(killed.completed()), "an event for a flow that never completed"
     if killed.was_killed:
         assert final_state(events, mine[0].update_id if mine else "") not in ("COMPLETED", "FAILED")
