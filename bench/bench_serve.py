@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -30,10 +31,12 @@ from bench.harness import common_args
 
 LIMIT_S = 3.0
 REPO = Path(__file__).resolve().parent.parent
+UPDATE_TIMES: list[float] = []
 
 
 def cli(work: Path, *args: str, in_process: bool = False) -> float:
-    """Run ``medallion ARGS`` in a fresh process from ``work``; return its wall time."""
+    """Run ``medallion ARGS`` in a fresh process from ``work``; return its wall time (the update's own time,
+    from its summary, is added to ``UPDATE_TIMES``)."""
     env = {k: v for k, v in os.environ.items() if k != "MEDALLION_NO_SERVER"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if in_process:
@@ -47,6 +50,9 @@ def cli(work: Path, *args: str, in_process: bool = False) -> float:
                            f"{proc.stderr[-3000:]}")
     if not in_process and "medallion: " in proc.stderr:  # a fallback line: not through the server
         raise RuntimeError(f"medallion {' '.join(args)} did not run on the server:\n{proc.stderr[-2000:]}")
+    found = re.search(r"COMPLETED in (\d+\.\d+)s", proc.stdout)
+    if found:
+        UPDATE_TIMES.append(float(found.group(1)))
     return seconds
 
 
@@ -85,11 +91,13 @@ def main() -> None:
             batch += 1
             land(work, batch)
             cli(work, "run", "sample.yaml", "--storage", warm_storage)
-        warm, cold = [], []
+        warm, cold, warm_updates = [], [], []
+        state = [cli(work, "state", "sample.yaml", "--storage", warm_storage, in_process=p) for p in (False, True)]
         for i in range(args.runs):
             batch += 1
             land(work, batch)
             warm.append(cli(work, "run", "sample.yaml", "--storage", warm_storage))
+            warm_updates.append(UPDATE_TIMES[-1])
             cold.append(cli(work, "run", "sample.yaml", "--storage", cold_storage, in_process=True))
             print(f"  run {i + 1}/{args.runs}: warm {warm[-1]:.2f}s, cold {cold[-1]:.2f}s", file=sys.stderr,
                   flush=True)
@@ -97,6 +105,9 @@ def main() -> None:
         cli(work, "serve", "--stop")
     median_warm, median_cold = statistics.median(warm), statistics.median(cold)
     lines += [f"[serve] warm incremental runs (CLI wall time): {', '.join(f'{t:.2f}s' for t in warm)}",
+              f"[serve] the same warm updates as their summary times them (in the server): "
+              f"{', '.join(f'{t:.2f}s' for t in warm_updates)}",
+              f"[serve] `medallion state` (no Spark): {state[0]:.2f}s through the server, {state[1]:.2f}s in-process",
               f"[serve] cold incremental runs (fresh process, in-process): {', '.join(f'{t:.2f}s' for t in cold)}",
               f"[serve] load average after: {os.getloadavg()}",
               f"[serve] cold median {median_cold:.2f}s; warm / cold {median_warm / median_cold:.3f}",
@@ -105,6 +116,7 @@ def main() -> None:
     print("\n".join(lines), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"server_start": server_s, "first": first, "warm": warm, "cold": cold,
+                                         "warm_updates": warm_updates, "state": state,
                                          "warm_median": median_warm, "cold_median": median_cold}, indent=2))
 
 

@@ -30,6 +30,12 @@ def _add_spec(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage", default=None, help="override the storage root")
 
 
+def _add_master(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", default=None, metavar="URL",
+                        help="run on this Spark master, e.g. spark://host:7077 (default: `master` in "
+                        "conf/spark.yaml, else local); never through the warm server")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``medallion`` argument parser: one subcommand per command (validate, graph, run, watch, report,
     deploy, state, serve, demo)."""
@@ -41,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--static", action="store_true",
                    help="no Spark: find reads in the source code only (fast; pipeline files must not build "
                    "Columns at module level)")
+    _add_master(p)
 
     p = sub.add_parser("graph", help="draw the dataset graph as Mermaid text and an HTML picture")
     _add_spec(p)
@@ -55,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="full refresh of these datasets only")
     p.add_argument("--select", default=None, metavar="A,B", help="refresh only these datasets")
     p.add_argument("--no-report", action="store_true", help="do not write the data-quality report")
+    _add_master(p)
 
     p = sub.add_parser("watch", help="run an update whenever new files land (file-arrival trigger)")
     _add_spec(p)
@@ -94,13 +102,23 @@ def main(argv: list[str] | None = None) -> int:
     and ``state`` run on the repository's warm server when one runs (``medallion serve``), with the same output
     and exit code; else, or with ``MEDALLION_NO_SERVER=1``, in this process."""
     args = build_parser().parse_args(argv)
-    if args.command in _SERVED and os.environ.get(_NO_SERVER_ENV) != "1":
+    if args.command in _SERVED and os.environ.get(_NO_SERVER_ENV) != "1" and not _on_cluster(args):
         from framework.serve.client import forward
 
-        code = forward(sys.argv[1:] if argv is None else list(argv))
+        try:
+            code = forward(sys.argv[1:] if argv is None else list(argv))
+        except KeyboardInterrupt:  # before the server took the command (it stops it if it did)
+            print("interrupted", file=sys.stderr)
+            return 130
         if code is not None:
             return code
     return _run(args)
+
+
+def _on_cluster(args: argparse.Namespace) -> bool:
+    """Whether the command runs on a cluster (``--master``, or started by ``spark-submit``): not on the
+    repository's warm server, whose session is local."""
+    return bool(getattr(args, "master", None)) or "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def run_in_process(argv: list[str]) -> int:
@@ -171,8 +189,19 @@ def _spec(args: argparse.Namespace, *, libraries: bool = True) -> Any:
     overrides = {"storage": args.storage} if getattr(args, "storage", None) else None
     spec = load_spec(args.spec, env=args.env, overrides=overrides)
     if libraries:
-        resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+        files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+        _cluster_setup(args, [spec.root, *(f.parent for f in files)])
     return spec
+
+
+def _cluster_setup(args: argparse.Namespace, folders: list[Path]) -> None:
+    """``--master`` for the session the command starts, and the pipeline's folders for a cluster's executors."""
+    from framework.runner.session import ship_python_folders
+    from framework.settings import MASTER_ENV
+
+    if getattr(args, "master", None):
+        os.environ[MASTER_ENV] = args.master
+    ship_python_folders(folders)
 
 
 def _static_graph(args: argparse.Namespace) -> Any:

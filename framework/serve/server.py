@@ -136,6 +136,7 @@ class Server:
             with self.lock:
                 job.finished = True
             job.sender.send(Kind.EXIT, json.dumps({"code": code}).encode())
+            reset = time.monotonic()
             try:
                 baseline.restore()
             except KeyboardInterrupt:
@@ -146,7 +147,7 @@ class Server:
                 self.served += 1
                 self.active = None
             job.done.set()
-            self._log(f"exit {code}")
+            self._log(f"exit {code} (session reset in {time.monotonic() - reset:.2f} s)")
 
     def status(self) -> dict[str, Any]:
         """What ``PING`` answers: pid, repository, socket, idle timeout, start time, commands served, busy."""
@@ -160,40 +161,37 @@ class Server:
         assert self.listener is not None
         selector = selectors.DefaultSelector()
         selector.register(self.listener, selectors.EVENT_READ, None)
-        watched: _Job | None = None
+        watched: list[_Job] = []  # connections of commands, closed here once their command is done
         last_stop = 0.0
         while not self.stopping.is_set():
-            job = self.active
-            if watched is not None and (watched.done.is_set() or watched is not job):
+            for done in [j for j in watched if j.done.is_set()]:
                 with suppress(KeyError, ValueError):
-                    selector.unregister(watched.sock)
-                if watched.done.is_set():
-                    watched.sock.close()
-                watched = None
-            if job is not None and watched is None and not job.done.is_set() and not job.interrupted:
-                selector.register(job.sock, selectors.EVENT_READ, job)
-                watched = job
+                    selector.unregister(done.sock)
+                done.sock.close()
+                watched.remove(done)
             try:
                 events = selector.select(timeout=0.2)
             except OSError:  # the listener was closed: the server is stopping
                 return
             for key, _ in events:
-                if key.data is None:
-                    self._accept()
-                else:
+                if key.data is not None:
                     self._on_client(key.data, selector)
-                    watched = None if key.data.interrupted else watched
+                elif (accepted := self._accept()) is not None:
+                    selector.register(accepted.sock, selectors.EVENT_READ, accepted)
+                    watched.append(accepted)
+            job = self.active
             if job is not None and job.interrupted and not job.finished and \
                     time.monotonic() - last_stop >= STOP_WORK_EVERY_S:
                 last_stop = time.monotonic()
                 self._stop_work()
 
-    def _accept(self) -> None:
+    def _accept(self) -> _Job | None:
+        """Answer a new connection; returns the job if it is a command that the main thread now runs."""
         assert self.listener is not None
         try:
             conn, _ = self.listener.accept()
         except OSError:
-            return
+            return None
         conn.settimeout(5.0)
         reader = FrameReader(conn)
         try:
@@ -202,21 +200,21 @@ class Server:
             frame = None
         if frame is None:
             conn.close()
-            return
+            return None
         try:
-            self._answer(conn, reader, frame)
+            return self._answer(conn, reader, frame)
         except (OSError, ProtocolError) as exc:
             self._log(f"a connection failed: {type(exc).__name__}: {exc}")
             conn.close()
+            return None
 
-    def _answer(self, conn: socket.socket, reader: FrameReader, frame: Frame) -> None:
+    def _answer(self, conn: socket.socket, reader: FrameReader, frame: Frame) -> _Job | None:
         if frame.kind is not Kind.REQUEST:
-            stop = frame.kind is Kind.STOP
-            if stop:
+            if frame.kind is Kind.STOP:
                 self._request_stop()
             conn.sendall(encode_json(Kind.STATUS, self.status()))
             conn.close()
-            return
+            return None
         request = Request.from_json(frame.json())
         with self.lock:
             busy = self.active is not None or self.stop_requested
@@ -225,10 +223,11 @@ class Server:
         if job is None:
             conn.sendall(encode_json(Kind.BUSY, self.status()))
             conn.close()
-            return
+            return None
         conn.settimeout(None)
         job.sender.send(Kind.ACCEPTED)
         self.jobs.put(job)
+        return job
 
     def _on_client(self, job: _Job, selector: selectors.BaseSelector) -> None:
         """The client of the running command sent something: ``INTERRUPT``, or it went away (EOF)."""

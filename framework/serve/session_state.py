@@ -37,7 +37,7 @@ class SessionBaseline:
                     spark.conf.set(key, value)
         if spark.catalog.currentDatabase() != self.database:
             spark.catalog.setCurrentDatabase(self.database)
-        for table in spark.catalog.listTables():
-            if table.isTemporary:
-                spark.catalog.dropTempView(table.name)
+        # SHOW VIEWS, not catalog.listTables(): that one loads every table of the database (Delta logs included)
+        for row in spark.sql("SHOW VIEWS").where("isTemporary").collect():
+            spark.catalog.dropTempView(row["viewName"])
         spark.catalog.clearCache()
