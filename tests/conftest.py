@@ -1,9 +1,28 @@
-"""Shared fixtures: the session-scoped SparkSession and a storage root per test (framework.testing.plugin)."""
+"""Shared fixtures: the session-scoped SparkSession, a storage root per test and the pipeline test kit
+(framework.testing.plugin).
+
+The plugin reaches pytest through the ``pytest11`` entry point of the installed package (``make setup`` installs
+it editable). Naming it in ``pytest_plugins`` as well would register it twice, which pytest refuses; it is named
+here only when the entry point is not loaded: not installed (an old ``.venv``) or autoloading disabled
+(``PYTEST_DISABLE_PLUGIN_AUTOLOAD``).
+"""
 
 from __future__ import annotations
 
+import os
+from importlib.metadata import entry_points
 from pathlib import Path
 
-pytest_plugins = ["framework.testing.plugin"]
+PLUGIN = "framework.testing.plugin"
+
+
+def plugin_autoloaded() -> bool:
+    """Whether pytest loads the framework's plugin by itself, through the installed entry point."""
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return False
+    return any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
+
+
+pytest_plugins = [] if plugin_autoloaded() else [PLUGIN]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
