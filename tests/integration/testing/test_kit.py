@@ -128,3 +128,10 @@ def test_bad_inputs_and_tables_are_all_reported(spark, tmp_path: Path, orders_fo
     with pytest.raises(SpecError) as tables:
         run_pipeline(spark, orders_folder, tmp_path=tmp_path, tables={"regions": REGIONS, "ref.x": 3})
     assert tables.value.codes == ["INVALID_TEST_TABLE"] * 2
+
+
+@pytest.mark.pipeline("tests/integration/testing/pipelines/numbers", configuration={"numbers.count": "5"})
+def test_pipeline_run_fixture_runs_the_marked_pipeline(pipeline_run) -> None:  # type: ignore[no-untyped-def]
+    assert pipeline_run.succeeded, pipeline_run.error
+    assert pipeline_run.flow("squares").dropped == 1  # 16
+    assert_df_equal(pipeline_run.table("squares"), [(0, 0), (1, 1), (2, 4), (3, 9)], "id bigint, square bigint")
