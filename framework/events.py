@@ -134,7 +134,12 @@ class EventLog:
                 pending, self._events = self._events, []
             if not pending:
                 return 0
-            _append(spark, self.path, pending)
+            try:
+                _append(spark, self.path, pending)
+            except BaseException:
+                with self._lock:  # not written: they stay pending, before what was emitted since
+                    self._events[:0] = pending
+                raise
             return len(pending)
 
     def start_writer(self, spark: SparkSession) -> None:

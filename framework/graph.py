@@ -28,27 +28,39 @@ class Read:
 
 
 def split_name(name: str) -> list[str]:
-    """``a.b.c`` into its parts; a part in backticks may hold dots (and doubled backticks)."""
+    """``a.b.c`` into its parts. A part that starts with a backtick is SQL-quoted: it may hold dots, a doubled
+    backtick stands for one, and the closing backtick ends it. A backtick elsewhere is part of the name, as
+    Python code writes names (``dlt.read("a`b")`` is the dataset ``a`b``, and so is ``LIVE.`a``b```)."""
     parts: list[str] = []
-    current: list[str] = []
-    quoted = False
     i = 0
+    while True:
+        while i < len(name) and name[i] == " ":
+            i += 1
+        if name[i:i + 1] == "`":
+            part, i = _quoted_part(name, i + 1)
+            end = name.find(".", i)
+        else:
+            end = name.find(".", i)
+            part = name[i:end if end >= 0 else len(name)].strip()
+        parts.append(part)
+        if end < 0:
+            return parts
+        i = end + 1
+
+
+def _quoted_part(name: str, i: int) -> tuple[str, int]:
+    """The quoted part starting after its opening backtick at ``i``, and where the text after it starts."""
+    out: list[str] = []
     while i < len(name):
-        ch = name[i]
-        if ch == "`":
-            if quoted and name[i + 1:i + 2] == "`":
-                current.append("`")
+        if name[i] == "`":
+            if name[i + 1:i + 2] == "`":
+                out.append("`")
                 i += 2
                 continue
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
+            return "".join(out), i + 1
+        out.append(name[i])
         i += 1
-    parts.append("".join(current).strip())
-    return parts
+    return "".join(out), i  # unterminated: the rest is the name
 
 
 @dataclass(frozen=True)

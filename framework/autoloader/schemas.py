@@ -219,10 +219,12 @@ def _infer(spark: SparkSession, opts: CloudFilesOptions, paths: list[str]) -> St
         else:
             groups: dict[str, list[str]] = {}
             for p in paths:
-                groups.setdefault(_first_line(Path(p)), []).append(p)
+                first = _first_line(Path(p))
+                if first.strip():  # a blank (or whitespace-only) file has no header and no records
+                    groups.setdefault(first, []).append(p)
             schema = merge_by_name([
                 reader.option("header", "true").option("inferSchema", str(opts.infer_column_types).lower())
-                .csv(group).schema for group in groups.values()])
+                .csv(group).schema for group in groups.values()]) if groups else StructType([])
     elif fmt == "xml":
         schema = reader.option("inferSchema", str(opts.infer_column_types).lower()).format("xml").load(paths).schema
     else:  # parquet, orc, avro: the schema is in the files

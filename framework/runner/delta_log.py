@@ -105,3 +105,13 @@ def has_commit(table_path: str | Path) -> bool:
     except _Unreadable:
         return False
     return bool(versions) or checkpoint >= 0
+
+
+def latest_version(table_path: str | Path) -> int | None:
+    """The table's newest version from its log listing (no Spark), or None when it has no commit."""
+    try:
+        _log, versions, checkpoint = _listing(table_path)
+    except _Unreadable:
+        return None
+    newest = max([*versions, checkpoint])
+    return newest if newest >= 0 else None

@@ -108,7 +108,7 @@ class Execution:
             try:
                 timed_run(executor, part)
             except Exception as exc:  # classified once, here
-                error = _classify(executor, exc)
+                error = classify_failure(executor, exc)
                 if path is not None:
                     discard_failed_first_write(path, existed)
                 result.add(part)
@@ -193,7 +193,7 @@ def _through_views(graph: PipelineGraph, datasets: list[str]) -> set[str]:
     return out
 
 
-def _classify(executor: FlowExecutor, exc: BaseException) -> BaseException:
+def classify_failure(executor: FlowExecutor, exc: BaseException) -> BaseException:
     """The typed error of a failed flow run (see ``framework/failures.py``); Auto Loader's own errors (a
     vanished file, a repeated key) with their fix."""
     from framework.autoloader import translate_stream_error

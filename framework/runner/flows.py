@@ -70,6 +70,9 @@ class FlowExecutor:
                                     prebuilt=prebuilt if prebuilt is not None else {})
         self.handler_errors = HandlerErrors()  # what a foreachBatch handler raised (see failures.py)
         self.view_results: list[FlowResult] = []
+        # triggered updates process what is there and stop; continuous mode sets a processing-time trigger
+        # (runner/continuous.py), and the same code then runs until the query is stopped
+        self.trigger: dict[str, Any] = {"availableNow": True}
 
     @property
     def table_path(self) -> str | None:
@@ -286,7 +289,7 @@ class FlowExecutor:
         mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
         writer = (out.writeStream.format("delta").outputMode(mode)
                   .option("checkpointLocation", checkpoint).option("mergeSchema", "true")
-                  .options(**self._delta_options()).trigger(availableNow=True))
+                  .options(**self._delta_options()).trigger(**self.trigger).queryName(self.flow.name))
         if self.dataset is not None and self.dataset.partition_cols:
             writer = writer.partitionBy(*self.dataset.partition_cols)
         query = start_query(out, lambda: writer.start(path))
@@ -322,7 +325,8 @@ class FlowExecutor:
         name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
         out, observation = apply_expectations(df, (), dataset=self.sink.name, flow=self.flow.name,
                                               observation_name=name)
-        writer = out.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        writer = (out.writeStream.option("checkpointLocation", checkpoint).trigger(**self.trigger)
+                  .queryName(self.flow.name))
         if self.sink.format == "foreach_batch":
             handler = self.sink.handler
             assert handler is not None
@@ -379,7 +383,8 @@ class FlowExecutor:
                 metrics.append(target.apply_batch(source, 0, app_id))
                 marker.write_text(datetime.now(UTC).isoformat())
             return
-        writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(**self.trigger)
+                  .queryName(self.flow.name)
                   .foreachBatch(self.handler_errors.wrap(lambda batch, batch_id: metrics.append(
                       target.apply_batch(batch, batch_id, app_id)))))
         query = start_query(source, writer.start)

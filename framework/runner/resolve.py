@@ -108,7 +108,7 @@ class Resolver:
         except Exception as exc:  # Spark's analysis of the user's query, reported with its place
             loc = flow.location
             self.problems.append(Problem("QUERY_ANALYSIS_FAILED",
-                                         f"flow '{flow.name}' failed analysis: {_first_line(exc)}",
+                                         f"flow '{flow.name}' failed analysis: {type(exc).__name__}: {_first_line(exc)}",
                                          loc.file, loc.line))
             self.streaming.setdefault(key, False)
 

@@ -9,6 +9,7 @@ how it ended and why, and the summary is printed.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import uuid
 from contextlib import ExitStack
@@ -53,6 +54,8 @@ class UpdateOptions:
     write_report: bool = False
     max_concurrent_flows: int = 4  # flows are mostly driver-side latency on small data; 4 overlap better than 2
     out: TextIO | None = None  # progress and summary (default stderr / stdout); None for default
+    continuous: bool | None = None  # keep running until ``stop`` is set (None: the spec's `continuous`)
+    stop: threading.Event | None = None  # set it to end a continuous update
 
 
 def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
@@ -127,13 +130,39 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
                                         *(options.full_refresh_selection or ())])
         cleared = _full_refresh(env, graph, options, selected)
         with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
-            result.flows = Execution(router, graph, selected, listener, max_concurrent=options.max_concurrent_flows,
-                                     prebuilt=resolution.reusable_sources(cleared)).run()
+            execution = Execution(router, graph, selected, listener, max_concurrent=options.max_concurrent_flows,
+                                  prebuilt=resolution.reusable_sources(cleared))
+            result.flows = execution.run()
+        continuous = options.continuous if options.continuous is not None else spec.continuous
+        if continuous and not any(f.status == "FAILED" for f in result.flows):
+            publish_tables(env, graph)  # readable while the update runs
+            _run_continuously(router, graph, selected, listener, execution, options)
         refused = publish_tables(env, graph)
         if refused:
             names = ", ".join(f"'{t.name}' ({t.path})" for t in refused)
             listener.note(f"not registered in the local catalog (Spark's local catalog allows only letters, digits "
                           f"and _ in table names): {names}; read them with spark.read.format('delta').load(path)")
+
+
+def _run_continuously(router: ReadRouter, graph: PipelineGraph, selected: set[str], listener: ProgressListener,
+                      execution: Execution, options: UpdateOptions) -> None:
+    """The continuous phase (``runner/continuous.py``) until ``options.stop`` is set; its failure fails the
+    update."""
+    from framework.runner.continuous import ContinuousRun
+
+    stop = options.stop or threading.Event()
+    run = ContinuousRun(router, graph, selected, listener, execution.events, execution.results)
+    listener.note("continuous: the flows keep running until the update is stopped (Ctrl-C)")
+    def stop_when_asked() -> None:
+        stop.wait()
+        run.stop()
+
+    watcher = threading.Thread(target=stop_when_asked, daemon=True, name="medallion-stop")
+    watcher.start()
+    run.run()
+    stop.set()
+    if run.error is not None:
+        raise UpdateError(f"a flow kept failing in continuous mode: {run.error}", code="FLOW_RETRIES_EXHAUSTED")
 
 
 def _full_refresh(env: UpdateEnvironment, graph: PipelineGraph, options: UpdateOptions,

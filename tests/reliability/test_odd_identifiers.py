@@ -91,13 +91,12 @@ def test_odd_names_in_an_odd_storage_path(spark: SparkSession, tmp_path: Path) -
     values = sorted(r.v for r in table(spark, storage, "my table").collect())
     assert values[:2] == ["it's `0`", "it's `1`"]
 
-    # published to the catalog (after the flows, so a failure here fails the update only)
+    # Catalog publishing comes after the flows and never fails the update. Spark's local session catalog only
+    # takes table names of letters, digits and `_` (Unity Catalog takes more): such tables are left out of the
+    # local catalog with a note naming them and their path (read them by path), the others are published.
     assert first.succeeded and second.succeeded, first.error or second.error
-    schema = spec.schema
-    assert spark.read.table(quoted(schema, "my table")).count() == 5
-    assert spark.read.table(quoted(schema, "a`b")).count() == 5
-    assert spark.sql(f"SELECT n, ids FROM {quoted(schema, 'it' + chr(39) + 's')}").first() == (5, 10)
-    assert spark.read.table(quoted(schema, 'v1.2 "final"')).first() == (5,)
+    for name in NAMES:
+        assert not spark.catalog.tableExists(quoted(spec.schema, name))
 
 
 def test_odd_names_read_with_sql_quoting(spark: SparkSession, tmp_path: Path) -> None:
@@ -107,4 +106,4 @@ def test_odd_names_read_with_sql_quoting(spark: SparkSession, tmp_path: Path) ->
     assert result.succeeded, [(f.flow, f.error) for f in result.flows if f.error] or result.error
     assert result.kinds == {"my table": "materialized_view", "a`b": "materialized_view",
                             "it's": "materialized_view"}
-    assert spark.read.table(quoted(spec.schema, "it's")).count() == 6
+    assert table(spark, spec.storage, "it's").count() == 6  # read by path: not a local catalog name

@@ -1,0 +1,193 @@
+"""Continuous mode: after a triggered pass has brought every table up to date, the update keeps running until it
+is stopped, as a continuous Databricks pipeline does.
+
+- Streaming flows (streaming tables, append flows, APPLY CHANGES, sinks) run as streaming queries with a
+  processing-time trigger: ``pipelines.trigger.interval`` from the dataset's ``spark_conf`` or table
+  properties, then the pipeline configuration, else Databricks' default of 5 seconds.
+- Materialized views are recomputed on their interval (default 1 minute) when one of their inputs changed.
+- A failing flow is retried with exponential backoff (events RETRYING); after ``pipelines.maxFlowRetryAttempts``
+  (default 3) failures in a row it stops the update with its cause. The other flows keep running meanwhile.
+- :meth:`ContinuousRun.stop` ends it: every query is stopped (a micro-batch in flight either committed or is
+  rolled back by Spark: Delta's sink and the checkpoint never disagree), and the flows' results are returned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from framework.declarations import DatasetKind, FlowKind
+from framework.registry import normalize_name
+from framework.runner.delta_log import latest_version
+from framework.runner.flows import FlowExecutor, timed_run
+
+if TYPE_CHECKING:
+    from framework.graph import PipelineGraph
+    from framework.runner.progress import FlowEvent, ProgressListener
+    from framework.runner.reads import ReadRouter
+    from framework.runner.results import FlowResult
+
+INTERVAL_KEY = "pipelines.trigger.interval"
+RETRIES_KEY = "pipelines.maxFlowRetryAttempts"
+STREAMING_DEFAULT = "5 seconds"
+BATCH_DEFAULT = "1 minute"
+_UNITS = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "ms": 0.001,
+          "milliseconds": 0.001, "millisecond": 0.001}
+
+
+def interval_seconds(text: str) -> float:
+    """``"10 seconds"`` → 10.0 (Databricks' interval spelling: a number and a unit)."""
+    number, _, unit = text.strip().partition(" ")
+    return float(number) * _UNITS.get(unit.strip().lower() or "seconds", 1)
+
+
+@dataclass
+class _Flow:
+    key: str
+    event: FlowEvent
+    result: FlowResult
+    interval: str
+    failures: int = 0
+    thread: threading.Thread | None = None
+    versions: dict[str, int] = field(default_factory=dict)  # materialized views: input table -> Delta version
+
+
+class ContinuousRun:
+    """The continuous phase of one update (see the module docstring)."""
+
+    def __init__(self, router: ReadRouter, graph: PipelineGraph, selected: set[str], listener: ProgressListener,
+                 events: dict[str, FlowEvent], results: dict[str, FlowResult]) -> None:
+        self.router = router
+        self.graph = graph
+        self.listener = listener
+        self.configuration = router.env.configuration
+        self.max_failures = int(self.configuration.get(RETRIES_KEY, "3"))
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self.streams: list[_Flow] = []
+        self.views: list[_Flow] = []
+        for key in graph.order:
+            if key not in selected or self._kind(key) is DatasetKind.VIEW:
+                continue
+            batch = self._is_batch(key)
+            flow = _Flow(key, events[key], results[key], self._interval(key, batch))
+            (self.views if batch else self.streams).append(flow)
+
+    def _kind(self, key: str) -> DatasetKind | None:
+        return self.graph.kinds.get(normalize_name(self.graph.registry.flows[key].target))
+
+    def _is_batch(self, key: str) -> bool:
+        flow = self.graph.registry.flows[key]
+        if flow.once or flow.kind is FlowKind.AUTO_CDC_SNAPSHOT:
+            return True
+        return self._kind(key) is DatasetKind.MATERIALIZED_VIEW
+
+    def _interval(self, key: str, batch: bool) -> str:
+        flow = self.graph.registry.flows[key]
+        dataset = self.graph.registry.datasets.get(normalize_name(flow.target))
+        for values in (flow.spark_conf, dataset.spark_conf if dataset else {},
+                       dataset.table_properties if dataset else {}, self.configuration):
+            if INTERVAL_KEY in values:
+                return str(values[INTERVAL_KEY])
+        return BATCH_DEFAULT if batch else STREAMING_DEFAULT
+
+    def run(self) -> None:
+        """Run until :meth:`stop` (or a flow that keeps failing); returns when every query has stopped."""
+        for flow in self.streams:
+            flow.thread = threading.Thread(target=self._keep_running, args=(flow,), daemon=True,
+                                           name=f"medallion-{flow.key}")
+            flow.thread.start()
+        next_refresh = {flow.key: 0.0 for flow in self.views}
+        while not self._stop.is_set():
+            now = time.monotonic()
+            for flow in self.views:
+                if now >= next_refresh[flow.key]:
+                    self._refresh(flow)
+                    next_refresh[flow.key] = now + interval_seconds(flow.interval)
+            self._stop.wait(0.5)
+        self._stop_queries()
+        for flow in self.streams:
+            if flow.thread is not None:
+                flow.thread.join()
+
+    def stop(self) -> None:
+        """End the run: every streaming query stops (the caller's thread returns from :meth:`run`)."""
+        self._stop.set()
+        self._stop_queries()
+
+    def _stop_queries(self) -> None:
+        for query in list(self.router.spark.streams.active):
+            try:
+                query.stop()
+            except Exception:  # a query that ended on its own meanwhile
+                continue
+
+    def _keep_running(self, flow: _Flow) -> None:
+        """Run one streaming flow until the run stops; retry a failure with backoff."""
+        while not self._stop.is_set():
+            executor = FlowExecutor(self.router, self.graph, flow.key)
+            executor.trigger = {"processingTime": flow.interval}
+            before = _counts(flow.result)
+            try:
+                timed_run(executor, flow.result)
+            except Exception as exc:  # classified by the caller's rules: retried, or it stops the update
+                _add(flow.result, before)
+                if self._stop.is_set():
+                    return
+                if not self._failed(flow, exc, executor):
+                    return
+                continue
+            _add(flow.result, before)
+            return  # stopped
+
+    def _failed(self, flow: _Flow, exc: BaseException, executor: FlowExecutor) -> bool:
+        """Record a failure; True when the flow is to be retried (after its backoff)."""
+        from framework.runner.execute import classify_failure
+
+        error = classify_failure(executor, exc)
+        flow.failures += 1
+        if flow.failures > self.max_failures:
+            flow.result.status = "FAILED"
+            flow.result.error = error
+            self.error = error
+            self.listener.flow_failed(flow.event, flow.result, error, 0, 0)
+            self._stop.set()
+            return False
+        backoff = min(60.0, 2.0 ** (flow.failures - 1))
+        self.listener.flow_retrying(flow.event, f"failed ({type(error).__name__}); retry {flow.failures} of "
+                                    f"{self.max_failures} in {backoff:.0f}s", error)
+        self._stop.wait(backoff)
+        return True
+
+    def _refresh(self, flow: _Flow) -> None:
+        """Recompute a materialized view when one of its inputs changed since its last refresh."""
+        registry = self.graph.registry
+        inputs = self.graph.inputs.get(flow.key, [])
+        versions = {name: latest_version(self.router.env.table_path(registry, name)) for name in inputs}
+        if versions == flow.versions:
+            return
+        flow.versions = {k: v for k, v in versions.items() if v is not None}
+        executor = FlowExecutor(self.router, self.graph, flow.key)
+        before = _counts(flow.result)
+        try:
+            timed_run(executor, flow.result)
+            self.listener.flow_completed(flow.event, flow.result, 0, 0)
+        except Exception as exc:  # retried on the next interval, counted like a streaming flow's failure
+            self._failed(flow, exc, executor)
+        _add(flow.result, before)
+
+
+def _counts(result: FlowResult) -> dict[str, Any]:
+    return {"num_input_rows": result.num_input_rows or 0, "num_output_rows": result.num_output_rows or 0,
+            "num_upserted_rows": result.num_upserted_rows or 0, "num_deleted_rows": result.num_deleted_rows or 0,
+            "dropped_records": result.dropped_records, "batches": result.batches}
+
+
+def _add(result: FlowResult, before: dict[str, Any]) -> None:
+    """Add the counts ``result`` had before the last run to what that run recorded (runs replace them)."""
+    for name, value in before.items():
+        current = getattr(result, name)
+        if current is not None or value:
+            setattr(result, name, (current or 0) + value)
