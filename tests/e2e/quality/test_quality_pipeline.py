@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from framework.quality.report import build_report
-from framework.runner.update import UpdateOptions, run_update
-from framework.spec import load_spec
+from framework.testing import assert_df_equal
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -41,19 +40,13 @@ SCHEMA = ("order_id BIGINT, customer_id BIGINT, amount DOUBLE, currency STRING, 
           "status STRING")
 
 
-def land(folder: Path, name: str, rows: list[dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-
-
 def order(i: int, **overrides: object) -> dict:
     row = {"order_id": i, "customer_id": 100 + i, "amount": 10.0 + i, "currency": "EUR",
            "order_ts": f"2024-01-01T00:{i:02d}:00", "status": "NEW"}
     return row | overrides
 
 
-def test_rules_quarantine_and_dedup_through_the_runner(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    landing = tmp_path / "landing"
+def test_rules_quarantine_and_dedup_through_the_runner(spark, run_pipeline, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "pipeline.py").write_text(PIPELINE)
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(textwrap.dedent(f"""
@@ -62,22 +55,19 @@ def test_rules_quarantine_and_dedup_through_the_runner(spark, tmp_path: Path) ->
           - file: {{path: pipeline.py}}
         storage: storage
         configuration:
-          test.landing: {landing}
+          test.landing: landing
           test.schema: "{SCHEMA}"
         """))
-    land(landing, "b1.json", [order(1), order(2), order(2, amount=99.0, order_ts="2024-01-01T01:00:00"),
-                              order(3, amount=-5.0), order(4, currency="JPY", customer_id=None),
-                              order(5, status="<b>odd</b>")])
-    spec = load_spec(spec_path)
-    first = run_update(spec, UpdateOptions(), spark=spark)
+    first = run_pipeline(spec_path, configuration={"test.landing": "{inputs}"}, inputs={"b1.json": [
+        order(1), order(2), order(2, amount=99.0, order_ts="2024-01-01T01:00:00"), order(3, amount=-5.0),
+        order(4, currency="JPY", customer_id=None), order(5, status="<b>odd</b>")]})
+    spec = first.spec
     assert first.succeeded, first.error
-    tables = spec.storage / "tables"
-    clean = spark.read.format("delta").load(str(tables / "orders_clean"))
-    quarantine = spark.read.format("delta").load(str(tables / "orders_clean_quarantine"))
-    assert sorted((r.order_id, r.amount) for r in clean.collect()) == [(1, 11.0), (2, 99.0), (5, 15.0)]
-    failed = {r.order_id: (r._failed_rules, r._update_id) for r in quarantine.collect()}
-    assert failed == {3: (["amount_positive"], first.update_id),
-                      4: (["customer_id_present", "known_currency"], first.update_id)}
+    assert_df_equal(first.table("orders_clean").select("order_id", "amount"), [(1, 11.0), (2, 99.0), (5, 15.0)])
+    failed = {r.order_id: (r._failed_rules, r._update_id) for r in first.table("orders_clean_quarantine").collect()}
+    update_id = first.result.update_id
+    assert failed == {3: (["amount_positive"], update_id),
+                      4: (["customer_id_present", "known_currency"], update_id)}
 
     report = json.loads(build_report(spark, spec.storage, out_dir=tmp_path / "report").json.read_text())
     orders = next(d for d in report["update"]["datasets"] if d["dataset"] == "orders_clean")

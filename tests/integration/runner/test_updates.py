@@ -11,6 +11,7 @@ import pytest
 
 from framework.runner.update import UpdateOptions, run_update
 from framework.sqlcompat import translate_databricks_sql
+from framework.testing import assert_df_equal
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
 pytestmark = pytest.mark.spark
@@ -39,6 +40,18 @@ def totals():
 """
 
 
+FIRST_BATCH = '{"id":1,"amount":5}\n{"id":2,"amount":-1}\n{"id":3,"amount":500}\n'
+
+
+@pytest.fixture
+def orders_folder(tmp_path: Path) -> Path:
+    """The pipeline as a folder of files, for the test kit's run_pipeline."""
+    folder = tmp_path / "orders_pipeline"
+    folder.mkdir()
+    (folder / "orders.py").write_text(PIPELINE)
+    return folder
+
+
 @pytest.fixture
 def pipeline(tmp_path: Path):
     landing = tmp_path / "landing"
@@ -47,26 +60,25 @@ def pipeline(tmp_path: Path):
     return spec, landing
 
 
-def test_incremental_update_and_event_log(spark, pipeline) -> None:
-    spec, landing = pipeline
-    first = run_update(spec, UpdateOptions(), spark=spark)
-    assert first.succeeded, [f.error for f in first.flows]
+def test_incremental_update_and_event_log(spark, run_pipeline, orders_folder: Path) -> None:
+    first = run_pipeline(orders_folder, configuration={"landing": "{inputs}"}, inputs={"a.json": FIRST_BATCH})
+    spec = first.spec
+    assert first.succeeded, first.error
     raw = first.flow("orders_raw")
-    assert (raw.num_input_rows, raw.num_output_rows, raw.dropped_records) == (3, 2, 1)
-    by_name = {e.name: e for e in raw.expectations}
+    assert (raw.rows_in, raw.rows_out, raw.dropped) == (3, 2, 1)
+    by_name = raw.expectations
     assert (by_name["positive_amount"].passed_records, by_name["positive_amount"].failed_records) == (2, 1)
     assert (by_name["small_amount"].passed_records, by_name["small_amount"].failed_records) == (2, 1)
-    assert first.kinds == {"orders_raw": "streaming_table", "big_orders": "view",
-                           "big_orders_copy": "streaming_table", "totals": "materialized_view"}
+    assert first.result.kinds == {"orders_raw": "streaming_table", "big_orders": "view",
+                                  "big_orders_copy": "streaming_table", "totals": "materialized_view"}
     assert not (spec.tables_dir / "big_orders").exists()  # views are not stored
 
-    write_json_lines(landing, "b.json", ['{"id":4,"amount":50}'])
-    second = run_update(spec, UpdateOptions(), spark=spark)
-    assert second.succeeded
-    assert second.flow("orders_raw").num_input_rows == 1  # only the new file
-    assert second.flow("big_orders_copy").num_output_rows == 1
-    rows = spark.read.format("delta").load(str(spec.tables_dir / "orders_raw")).orderBy("id").collect()
-    assert [r.id for r in rows] == [1, 3, 4]
+    second = first.run_again(inputs={"b.json": '{"id":4,"amount":50}\n'})
+    assert second.succeeded, second.error
+    assert second.flow("orders_raw").rows_in == 1  # only the new file
+    assert second.flow("big_orders_copy").rows_out == 1
+    assert_df_equal(second.table("orders_raw").select("id"), [(1,), (3,), (4,)])
+    assert sorted(second.tables) == ["big_orders_copy", "orders_raw", "totals"]
     assert spark.read.table(f"{spec.schema}.totals").first().asDict() == {"n": 3, "total": 555.0}
     assert spark.sql(f"SELECT count(*) FROM delta.`{spec.tables_dir}/big_orders_copy`").first()[0] == 2
     props = spark.sql(f"SHOW TBLPROPERTIES delta.`{spec.tables_dir}/orders_raw`").collect()
@@ -88,23 +100,22 @@ def test_incremental_update_and_event_log(spark, pipeline) -> None:
                  "array<struct<name: string, dataset: string, passed_records: int, failed_records: int>>"))
                  AS row_expectations
           FROM delta.`{spec.events_dir}` WHERE event_type = 'flow_progress'
-            AND origin.update_id = '{first.update_id}')
+            AND origin.update_id = '{first.result.update_id}')
         GROUP BY row_expectations.dataset, row_expectations.name ORDER BY expectation""")).collect()
     assert [(r.dataset, r.expectation, r.passing_records, r.failing_records) for r in dq] == [
         ("orders_raw", "positive_amount", 2, 1), ("orders_raw", "small_amount", 2, 1)]
 
 
-def test_full_refresh_then_incremental(spark, pipeline) -> None:
-    spec, landing = pipeline
-    assert run_update(spec, UpdateOptions(), spark=spark).succeeded
-    refreshed = run_update(spec, UpdateOptions(full_refresh=True), spark=spark)
-    assert refreshed.succeeded
-    assert refreshed.flow("orders_raw").num_input_rows == 3  # everything reprocessed
-    write_json_lines(landing, "c.json", ['{"id":9,"amount":9}'])
-    after = run_update(spec, UpdateOptions(), spark=spark)
-    assert after.flow("orders_raw").num_input_rows == 1
-    ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "orders_raw")).collect())
-    assert ids == [1, 3, 9]  # no duplicates from the pre-refresh run, and the new row was not ignored
+def test_full_refresh_then_incremental(run_pipeline, orders_folder: Path) -> None:
+    first = run_pipeline(orders_folder, configuration={"landing": "{inputs}"}, inputs={"a.json": FIRST_BATCH})
+    assert first.succeeded, first.error
+    refreshed = first.run_again(full_refresh=True)
+    assert refreshed.succeeded, refreshed.error
+    assert refreshed.flow("orders_raw").rows_in == 3  # everything reprocessed
+    after = refreshed.run_again(inputs={"c.json": '{"id":9,"amount":9}\n'})
+    assert after.flow("orders_raw").rows_in == 1
+    # no duplicates from the pre-refresh run, and the new row was not ignored
+    assert_df_equal(after.table("orders_raw").select("id"), [(1,), (3,), (9,)])
 
 
 def test_refresh_selection_only_touches_selected(spark, pipeline) -> None:
