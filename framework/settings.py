@@ -21,6 +21,10 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "driver_java_options": None,
     "small_updates": frozenset({"max_input_bytes", "spark_conf"}),
 }
+# Top-level keys holding one value: `master`, the Spark master URL a session is built with (issue 21).
+SCALAR_KEYS = frozenset({"master"})
+# Set by `medallion run/validate --master URL`; wins over `master` in conf/spark.yaml.
+MASTER_ENV = "MEDALLION_SPARK_MASTER"
 
 
 def project_root() -> Path:
@@ -45,6 +49,7 @@ class LocalSparkSettings:
     jar_cache_dir: Path = Path(".cache/jars")
     small_updates: SmallUpdates = field(default_factory=SmallUpdates)
     driver_java_options: tuple[str, ...] = ()
+    master: str | None = None  # None: spark_conf's spark.master (or spark-submit's --master)
 
     def jar_paths(self) -> list[Path]:
         """Local paths of the configured Maven jars (``group:artifact:version`` → ``artifact-version.jar``)."""
@@ -81,7 +86,25 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
                                     f"got {java_options!r}")
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
                               jar_cache_dir=cache, small_updates=small_updates,
-                              driver_java_options=tuple(java_options))
+                              driver_java_options=tuple(java_options), master=_master(raw, path))
+
+
+def _master(raw: Mapping[str, Any], path: Path) -> str | None:
+    """The master URL: ``$MEDALLION_SPARK_MASTER`` (``--master``), else ``master`` of the file, else None."""
+    value = os.environ.get(MASTER_ENV) or raw.get("master")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value.strip()):
+        raise EnvironmentSetupError(f"master must be a Spark master URL such as spark://host:7077, "
+                                    f"local[2], yarn or k8s://https://host:443, got {value!r}",
+                                    code="INVALID_SPARK_SETTINGS", file=str(path))
+    return value.strip()
+
+
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs everything in the driver's JVM (``local``, ``local[N]``, ``local[N,F]``...);
+    ``local-cluster[...]`` starts executor JVMs, as a cluster does."""
+    return master == "local" or master.startswith("local[")
 
 
 def unknown_keys(raw: object, source: str) -> list[Problem]:
@@ -97,7 +120,8 @@ def unknown_keys(raw: object, source: str) -> list[Problem]:
     if not isinstance(raw, Mapping):
         return [Problem("INVALID_SETTINGS", f"the file must hold a mapping of settings, got {type(raw).__name__}",
                         source)]
-    problems = _unknown(raw, KNOWN_KEYS, "", source)
+    top = {k: v for k, v in raw.items() if k not in SCALAR_KEYS}
+    problems = _unknown(top, KNOWN_KEYS, "", source)
     for section, known in KNOWN_KEYS.items():
         value = raw.get(section)
         if known is not None and isinstance(value, Mapping):

@@ -1,19 +1,25 @@
-"""The one place a local SparkSession is built, from ``conf/spark.yaml`` (and :func:`session_conf`, which changes
-its settings for a while)."""
+"""The one place a SparkSession is built, from ``conf/spark.yaml`` (and :func:`session_conf`, which changes
+its settings for a while): local by default, on a cluster with a master URL (``master:`` there, ``--master``,
+or ``spark-submit``'s), where the jars and the pipeline's Python modules are shipped to the executors."""
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Mapping
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from framework.errors import EnvironmentSetupError
 from framework.runner.jars import build_framework_jar, framework_jar
-from framework.settings import LocalSparkSettings, load_local_settings
+from framework.settings import PROJECT_ROOT, LocalSparkSettings, is_local_master, load_local_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,10 +32,12 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        ship_python_modules(active)
         return active
     from pyspark import SparkContext
 
-    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit (or pyspark's shell)
+    if SparkContext._gateway is None and not submitted:
         check_java()  # before the gateway starts: its own failure is JAVA_GATEWAY_EXITED and a page of output
     settings = settings or load_local_settings()
     jars = settings.jar_paths()
@@ -39,11 +47,12 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
             f"Delta jars missing: {', '.join(missing)}. Run `make setup` (or "
             "`python -m framework.runner.jars fetch`) once with network access."
         )
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = master_conf(settings.spark_conf, settings.master, submitted=submitted)
+    if _on_this_machine(conf.get("spark.master")):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this Python: the same path there
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder
-    conf = dict(settings.spark_conf)
     conf.setdefault("spark.sql.warehouse.dir", str(settings.jar_cache_dir.parent / "spark-warehouse"))
     conf.update(extra_conf or {})
     for key, value in conf.items():
@@ -72,7 +81,166 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     quiet_query_context_loggers()
+    ship_python_modules(spark)
     return spark
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def master_conf(spark_conf: Mapping[str, str], master: str | None, *, submitted: bool = False) -> dict[str, str]:
+    """The session's settings with its master: ``master`` when given (``--master``, ``master:``), else
+    ``spark-submit``'s when ``submitted`` (``spark.master`` of ``spark_conf`` is dropped: a builder setting would
+    win over the launcher's), else ``spark_conf``'s. The loopback driver address of ``conf/spark.yaml`` is kept
+    only when the executors run on this machine: elsewhere they must reach the driver at a routable address.
+
+    Args:
+        spark_conf: ``spark_conf`` of ``conf/spark.yaml``.
+        master: The master URL asked for, or None.
+        submitted: The Python process was started by ``spark-submit``.
+
+    Returns:
+        A new mapping of Spark settings.
+    """
+    conf = dict(spark_conf)
+    if master:
+        conf["spark.master"] = master
+    elif submitted:
+        conf.pop("spark.master", None)
+    if not _on_this_machine(conf.get("spark.master")):
+        for key in ("spark.driver.host", "spark.driver.bindAddress"):
+            if conf.get(key) in _LOOPBACK:
+                del conf[key]
+    return conf
+
+
+def _on_this_machine(master: str | None) -> bool:
+    """Whether every executor of ``master`` runs on this machine: local mode, or a standalone master at a
+    loopback address (its workers connect to it there). None (spark-submit's, unknown here) is not."""
+    if master is None:
+        return False
+    if is_local_master(master) or master.startswith("local-cluster["):
+        return True
+    if master.startswith("spark://"):
+        hosts = [urlsplit(f"//{part}").hostname or "" for part in master[len("spark://"):].split(",")]
+        return all(host in _LOOPBACK or host.startswith("127.") for host in hosts)
+    return False
+
+
+# Folders whose Python modules the pipeline imports (its root and library folders, registered by the CLI before
+# the update): shipped, with the framework, to the executors of a cluster session.
+_PYTHON_FOLDERS: list[Path] = []
+_PRUNED = frozenset({"__pycache__", "node_modules", "site-packages", "_delta_log"})
+
+
+def ship_python_folders(folders: Iterable[Path]) -> None:
+    """Register folders whose modules the executors of a cluster session must import (no effect locally).
+
+    Pipeline files are run on the driver; a UDF's function is pickled by value when its module was loaded from
+    a pipeline file, but anything it reaches by reference (the framework, a module of the repository imported
+    before the update, an ``import`` inside the function) is imported on the executor. Each folder's ``.py``
+    files go there as a zip (``SparkContext.addPyFile``) when the session's master is not local.
+
+    Args:
+        folders: Folders as the loader puts them on ``sys.path`` (the spec's root, each library's folder).
+    """
+    for folder in folders:
+        path = Path(folder).resolve()
+        if path not in _PYTHON_FOLDERS:
+            _PYTHON_FOLDERS.append(path)
+    active = _active_session()
+    if active is not None:
+        ship_python_modules(active)
+
+
+def _active_session() -> SparkSession | None:
+    if "pyspark.sql" not in sys.modules:  # no session without pyspark imported; do not import it for nothing
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def ship_python_modules(spark: SparkSession) -> list[Path]:
+    """Ship the framework package and the registered folders to the executors of ``spark`` when its master is
+    not local (once per content: zips are named by a hash of their files). Returns the zips shipped now."""
+    context = spark.sparkContext
+    if is_local_master(context.master or "local"):
+        return []
+    shipped: set[str] = context.__dict__.setdefault("_medallion_py_files", set())
+    out = _zip_folder()
+    added = []
+    sources = [(PROJECT_ROOT, ("framework",)), *((f, None) for f in _PYTHON_FOLDERS)]
+    for folder, only in sources:
+        archive = python_zip(folder, out, only=only)
+        if archive is None or archive.name in shipped:
+            continue
+        context.addPyFile(str(archive))
+        shipped.add(archive.name)
+        added.append(archive)
+        # addPyFile also puts the zip on the driver's sys.path: the driver keeps importing from the folders
+        # themselves (the loader adds them while pipeline files run), as in local mode
+        from pyspark import SparkFiles
+
+        on_driver = os.path.join(SparkFiles.getRootDirectory(), archive.name)
+        if on_driver in sys.path:
+            sys.path.remove(on_driver)
+    return added
+
+
+def python_zip(folder: Path, out: Path, only: tuple[str, ...] | None = None) -> Path | None:
+    """Zip the ``.py`` files under ``folder`` (or under its entries ``only``) into ``out``, paths relative to
+    ``folder``; hidden folders, virtual environments, caches and Delta tables are skipped. The zip is named
+    after the folder and a hash of its files; None when there is no ``.py`` file.
+
+    Args:
+        folder: The folder whose modules become importable (the zip's root).
+        out: Where to write the zip.
+        only: Names of entries of ``folder`` to include (default: all).
+
+    Returns:
+        The zip's path, or None.
+    """
+    files = sorted(_python_files(folder, only))
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    archive = out / f"{'-'.join(only) if only else folder.name or 'root'}-{digest.hexdigest()[:12]}.zip"
+    if not archive.exists():
+        partial = archive.with_suffix(".tmp")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as handle:
+            for path in files:
+                handle.write(path, path.relative_to(folder).as_posix())
+        partial.replace(archive)
+    return archive
+
+
+def _python_files(folder: Path, only: tuple[str, ...] | None) -> Iterator[Path]:
+    tops = [folder / name for name in only] if only is not None else [folder]
+    for top in tops:
+        if top.is_file() and top.suffix == ".py":
+            yield top
+            continue
+        for here, dirs, names in os.walk(top):
+            if (Path(here) / "pyvenv.cfg").exists():  # a virtual environment: its packages are not the pipeline's
+                dirs[:] = []
+                continue
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _PRUNED]
+            yield from (Path(here) / name for name in names if name.endswith(".py"))
+
+
+_ZIP_DIR: list[Path] = []
+
+
+def _zip_folder() -> Path:
+    """This process's folder for the zips shipped to executors (removed when the process exits)."""
+    if not _ZIP_DIR:
+        folder = Path(tempfile.mkdtemp(prefix="medallion-pyfiles-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _ZIP_DIR.append(folder)
+    return _ZIP_DIR[0]
 
 
 def quiet_query_context_loggers() -> None:
