@@ -87,6 +87,7 @@ class Server:
         previous = signal.signal(signal.SIGTERM, _terminate)
         try:
             self.spark = get_or_create_session()
+            import framework.runner.update  # noqa: F401 - imported once here, not by the first command
             baseline = SessionBaseline(self.spark)
             self.listener = _bind(self.paths)
             acceptor = threading.Thread(target=self._accept_loop, name="medallion-serve-accept", daemon=True)
@@ -145,7 +146,8 @@ class Server:
                 self._log(f"could not reset the session: {type(exc).__name__}: {exc}")
             with self.lock:
                 self.served += 1
-                self.active = None
+                if self.active is job:
+                    self.active = None
             job.done.set()
             self._log(f"exit {code} (session reset in {time.monotonic() - reset:.2f} s)")
 
@@ -217,7 +219,9 @@ class Server:
             return None
         request = Request.from_json(frame.json())
         with self.lock:
-            busy = self.active is not None or self.stop_requested
+            # a command that has sent its exit code is done for its client: the next one queues behind its
+            # session reset instead of being told the server is busy
+            busy = (self.active is not None and not self.active.finished) or self.stop_requested
             job = None if busy else _Job(request, conn, reader, FrameSender(conn))
             self.active = job or self.active
         if job is None:
