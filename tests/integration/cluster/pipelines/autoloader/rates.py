@@ -1,7 +1,5 @@
 """Helpers of the Auto Loader test pipeline: a pandas UDF, run on executors."""
 
-from __future__ import annotations
-
 import pandas as pd
 from pyspark.sql.functions import pandas_udf
 
