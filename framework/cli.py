@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="full refresh of these datasets only")
     p.add_argument("--select", default=None, metavar="A,B", help="refresh only these datasets")
     p.add_argument("--no-report", action="store_true", help="do not write the data-quality report")
+    p.add_argument("--continuous", action="store_true",
+                   help="keep running until stopped (Ctrl-C / SIGTERM), as a continuous pipeline (also the spec's "
+                   "`continuous: true`)")
     _add_master(p)
 
     p = sub.add_parser("watch", help="run an update whenever new files land (file-arrival trigger)")
@@ -272,14 +279,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = _spec(args)
     from framework.runner.update import UpdateOptions, run_update
 
+    stop = threading.Event()
     options = UpdateOptions(
         full_refresh=args.full_refresh,
         full_refresh_selection=_csv(args.full_refresh_select),
         refresh_selection=_csv(args.select),
         write_report=not args.no_report,
+        continuous=True if getattr(args, "continuous", False) else None,
+        stop=stop,
     )
-    result = run_update(spec, options)
+    with _stop_on_signals(stop, spec.continuous or bool(getattr(args, "continuous", False))):
+        result = run_update(spec, options)
     return 0 if result.succeeded else 1
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event, continuous: bool) -> Iterator[None]:
+    """A continuous update: the first SIGINT or SIGTERM stops it gracefully (its queries stop, the summary and
+    the event log close with its state); a second one interrupts at once. Triggered updates keep Python's
+    default handling (Ctrl-C interrupts, exit 130)."""
+    if not continuous or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        print("stopping the continuous update (again to interrupt at once)", file=sys.stderr, flush=True)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
