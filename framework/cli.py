@@ -40,6 +40,17 @@ def _add_master(parser: argparse.ArgumentParser) -> None:
                         "conf/spark.yaml, else local); never through the warm server")
 
 
+def _add_serve(sub: Any) -> None:
+    p = sub.add_parser("serve", help="keep a warm Spark session for this repository in the background; run, "
+                       "validate, report and state use it (MEDALLION_NO_SERVER=1: in-process)")
+    p.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="stop after this long without a command (default: 1800)")
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--stop", action="store_true", help="stop the server")
+    action.add_argument("--status", action="store_true", help="say whether the server runs (exit 1 if not)")
+    action.add_argument("--foreground", action="store_true", help=argparse.SUPPRESS)  # the server process itself
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``medallion`` argument parser: one subcommand per command (validate, graph, run, watch, report,
     deploy, state, serve, demo)."""
@@ -90,14 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(watermark, files seen, Delta version); no Spark")
     _add_spec(p)
 
-    p = sub.add_parser("serve", help="keep a warm Spark session for this repository in the background; run, "
-                       "validate, report and state use it (MEDALLION_NO_SERVER=1: in-process)")
-    p.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
-                   help="stop after this long without a command (default: 1800)")
-    action = p.add_mutually_exclusive_group()
-    action.add_argument("--stop", action="store_true", help="stop the server")
-    action.add_argument("--status", action="store_true", help="say whether the server runs (exit 1 if not)")
-    action.add_argument("--foreground", action="store_true", help=argparse.SUPPRESS)  # the server process itself
+    _add_serve(sub)
 
     p = sub.add_parser("demo", help="generate sample data and run the sample pipeline twice (incremental)")
     p.add_argument("--spec", type=Path, default=None, help="default: conf/sample.yaml")
@@ -109,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     and ``state`` run on the repository's warm server when one runs (``medallion serve``), with the same output
     and exit code; else, or with ``MEDALLION_NO_SERVER=1``, in this process."""
     args = build_parser().parse_args(argv)
-    if args.command in _SERVED and os.environ.get(_NO_SERVER_ENV) != "1" and not _on_cluster(args):
+    # --continuous runs until stopped: in this process, so that it holds no server and its signals are its own
+    if args.command in _SERVED and os.environ.get(_NO_SERVER_ENV) != "1" and not _on_cluster(args) \
+            and not getattr(args, "continuous", False):
         from framework.serve.client import forward
 
         try:
