@@ -14,6 +14,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 PLUGIN = "framework.testing.plugin"
+# The project's own CLI tests run in-process: a developer's `medallion serve` for this repository must not take
+# their commands (tests/e2e/test_serve.py starts its own servers and clears this).
+os.environ.setdefault("MEDALLION_NO_SERVER", "1")
 
 
 def plugin_autoloaded() -> bool:
