@@ -22,6 +22,7 @@ from framework.declarations import DatasetKind, FlowKind
 from framework.registry import normalize_name
 from framework.runner.delta_log import latest_version
 from framework.runner.flows import FlowExecutor, timed_run
+from framework.runner.ticker import ticking
 
 if TYPE_CHECKING:
     from framework.graph import PipelineGraph
@@ -100,6 +101,15 @@ class ContinuousRun:
                                            name=f"medallion-{flow.key}")
             flow.thread.start()
         next_refresh = {flow.key: 0.0 for flow in self.views}
+        with ticking(self.router.spark, self.listener):
+            self._loop(next_refresh)
+        self._stop_queries()
+        for flow in self.streams:
+            if flow.thread is not None:
+                flow.thread.join()
+
+    def _loop(self, next_refresh: dict[str, float]) -> None:
+        """Refresh the materialized views on their intervals until the run stops."""
         while not self._stop.is_set():
             now = time.monotonic()
             for flow in self.views:
@@ -107,10 +117,6 @@ class ContinuousRun:
                     self._refresh(flow)
                     next_refresh[flow.key] = now + interval_seconds(flow.interval)
             self._stop.wait(0.5)
-        self._stop_queries()
-        for flow in self.streams:
-            if flow.thread is not None:
-                flow.thread.join()
 
     def stop(self) -> None:
         """End the run: every streaming query stops (the caller's thread returns from :meth:`run`)."""

@@ -20,6 +20,7 @@ from framework.runner.progress import FlowEvent, ProgressListener
 from framework.runner.resolve import flow_kind_label
 from framework.runner.results import FlowResult
 from framework.runner.scheduler import COMPLETED, EXCLUDED, Scheduler
+from framework.runner.ticker import ticking
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,7 +76,8 @@ class Execution:
         total = self.scheduler.pending
         position = 0
         running: dict[Future[_Outcome], str] = {}
-        with ThreadPoolExecutor(max_workers=self.max_concurrent) as pool:
+        with ThreadPoolExecutor(max_workers=self.max_concurrent) as pool, \
+                ticking(self.router.spark, self.listener):
             while True:
                 for key, upstream in self.scheduler.skippable():
                     self.results[key].status = "SKIPPED"

@@ -1,0 +1,57 @@
+"""A long flow is never silent (issue 20): while it runs, one line per micro-batch of each running query, every
+MEDALLION_PROGRESS_SECONDS (10 by default), in plain text."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from framework.runner.ticker import describe_progress
+from framework.runner.update import UpdateOptions, run_update
+from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+SLOW = """
+import time
+import dlt
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+@F.udf(LongType())
+def slow(x):
+    time.sleep(0.4)
+    return x
+
+@dlt.table
+def slow_rows():
+    return (spark.readStream.format("json").schema("id BIGINT").option("maxFilesPerTrigger", 1)
+            .load(spark.conf.get("landing")).select(slow("id").alias("id")))
+"""
+
+
+def test_a_long_flow_reports_its_micro_batches(spark: SparkSession, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MEDALLION_PROGRESS_SECONDS", "1")
+    landing = tmp_path / "landing"
+    for i in range(4):
+        write_json_lines(landing, f"{i}.json", [f'{{"id": {i * 10 + j}}}' for j in range(4)])
+    spec = make_pipeline(tmp_path, {"p.py": SLOW}, {"landing": str(landing)})
+    out = io.StringIO()
+    result = run_update(spec, UpdateOptions(out=out), spark=spark)
+    assert result.succeeded, result.error or [f.error for f in result.flows]
+    lines = [line.strip() for line in out.getvalue().splitlines() if line.strip().startswith("slow_rows: batch")]
+    assert lines, out.getvalue()
+    assert all(" rows/s" in line for line in lines)
+    assert len({line.split(",")[0] for line in lines}) == len(lines)  # each batch reported once
+
+
+def test_describe_progress() -> None:
+    line = describe_progress("orders", {"batchId": 3, "numInputRows": 250, "processedRowsPerSecond": 99.6,
+                                        "sources": [{"endOffset": {"logOffset": 7}}]})
+    assert line == "orders: batch 3, 250 rows, 100 rows/s, read up to {'logOffset': 7}"
