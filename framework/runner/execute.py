@@ -52,6 +52,7 @@ class Execution:
         self.results = {key: FlowResult(e.name, e.target, e.kind) for key, e in self.events.items()}
         initial = {key: EXCLUDED for key in graph.order if key not in selected}
         initial.update({key: COMPLETED for key in selected if self._is_view(key)})
+        self.interrupted = False  # Ctrl-C stopped the run (the caller raises KeyboardInterrupt on)
         self.scheduler = Scheduler(graph.order, flow_dependencies(graph, selected, self._new_targets()), initial)
 
     def _new_targets(self) -> frozenset[str]:
@@ -88,12 +89,31 @@ class Execution:
                     running[pool.submit(self._run_flow, key)] = key
                 if not running:
                     break
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                try:
+                    done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                except KeyboardInterrupt:
+                    self._interrupt(running)  # the running flows return once their queries stopped
+                    break
                 for future in done:
                     running.pop(future)
                     position += 1
                     self._finish(future.result(), position, total)
+        for key in running.values():  # left running only when interrupted
+            self.results[key].status = "CANCELED"
+        self.interrupted = bool(running)
         return [self.results[k] for k in self.graph.order]
+
+    def _interrupt(self, running: dict[Future[_Outcome], str]) -> None:
+        """Ctrl-C: stop every streaming query (a micro-batch in flight is rolled back by Spark, so nothing is
+        half-committed), cancel what has not started, and let the running flows return."""
+        for future in running:
+            future.cancel()
+        self.router.spark.sparkContext.cancelAllJobs()  # a materialized view's overwrite: the old version stays
+        for query in list(self.router.spark.streams.active):
+            try:
+                query.stop()
+            except Exception:  # the query ended on its own meanwhile
+                continue
 
     def _run_flow(self, key: str) -> _Outcome:
         """Run one flow (twice at most); never raises: the failure is classified and returned. What each

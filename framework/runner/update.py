@@ -65,7 +65,8 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
     Returns the result for every failure in pipeline code or data (``succeeded`` False, ``error`` or the
     flows' ``error`` set). Raises only when the update could not start: another update holds the storage
     (:class:`~framework.errors.ConcurrentUpdateError`, before the JVM starts) or the environment is incomplete
-    (:class:`~framework.errors.EnvironmentSetupError`)."""
+    (:class:`~framework.errors.EnvironmentSetupError`); and KeyboardInterrupt on Ctrl-C, after every query
+    stopped, the event log closed as CANCELED and the summary was printed."""
     options = options or UpdateOptions()
     started = time.perf_counter()
     update_id = str(uuid.uuid4())
@@ -76,7 +77,12 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
         events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
         listener = Listeners(EventLogListener(events, update_id),
                              ConsoleListener(spec.name, update_id, options.out or sys.stderr))
-        _run_logged(env, options, events, listener, result)
+        try:
+            _run_logged(env, options, events, listener, result)
+        except KeyboardInterrupt:  # the event log is closed (CANCELED): the summary, then on to the caller
+            result.seconds = time.perf_counter() - started
+            print_summary(spec, result, out=options.out or sys.stdout)
+            raise
         result.seconds = time.perf_counter() - started
     if options.write_report and result.flows:
         result.report = _write_report(spec, update_id, options.out or sys.stderr)
@@ -91,20 +97,26 @@ def _run_logged(env: UpdateEnvironment, options: UpdateOptions, events: EventLog
     events.start_writer(spark)
     with ExitStack() as restore:  # the session's own settings come back when the update ends
         restore.enter_context(session_conf(spark, {**env.spec.spark_conf, "pipelines.updateId": env.update_id}))
+        interrupted = False
         try:
             _run(env, options, events, listener, result)
         except PipelineError as exc:
             result.error = exc
+        except KeyboardInterrupt:  # Ctrl-C: every query stopped (runner/execute.py); the log says CANCELED
+            interrupted = True
+            result.error = UpdateError("the update was interrupted (Ctrl-C)", code="UPDATE_CANCELED")
         except Exception as exc:  # pipeline code failed outside a flow: reported, never raised
             result.error = UpdateError(f"the update failed: {type(exc).__name__}: {exc}", code="UPDATE_FAILED")
             result.error.__cause__ = exc
         failed = result.error is not None or any(f.status == "FAILED" for f in result.flows)
         result.succeeded = not failed
-        listener.update_finished("FAILED" if failed else "COMPLETED", result.error)
+        listener.update_finished("CANCELED" if interrupted else "FAILED" if failed else "COMPLETED", result.error)
     try:
         events.close(spark)
     except Exception as exc:  # the update's outcome stands; the log's trouble is reported
         print(f"warning: could not write the event log: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, listener: ProgressListener,
@@ -133,6 +145,8 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
             execution = Execution(router, graph, selected, listener, max_concurrent=options.max_concurrent_flows,
                                   prebuilt=resolution.reusable_sources(cleared))
             result.flows = execution.run()
+        if execution.interrupted:
+            raise KeyboardInterrupt
         continuous = options.continuous if options.continuous is not None else spec.continuous
         if continuous and not any(f.status == "FAILED" for f in result.flows):
             publish_tables(env, graph)  # readable while the update runs

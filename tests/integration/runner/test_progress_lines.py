@@ -55,3 +55,30 @@ def test_describe_progress() -> None:
     line = describe_progress("orders", {"batchId": 3, "numInputRows": 250, "processedRowsPerSecond": 99.6,
                                         "sources": [{"endOffset": {"logOffset": 7}}]})
     assert line == "orders: batch 3, 250 rows, 100 rows/s, read up to {'logOffset': 7}"
+
+
+def test_ctrl_c_stops_the_update_and_the_event_log_says_canceled(spark: SparkSession, tmp_path: Path) -> None:
+    """Ctrl-C during a flow: every query stops (nothing half-committed), the event log closes CANCELED, the
+    KeyboardInterrupt goes on to the caller (the CLI exits 130), and the next update finishes the work."""
+    import _thread
+    import threading
+
+    landing = tmp_path / "landing"
+    for i in range(6):
+        write_json_lines(landing, f"{i}.json", [f'{{"id": {i * 10 + j}}}' for j in range(4)])
+    spec = make_pipeline(tmp_path, {"p.py": SLOW}, {"landing": str(landing)})
+    timer = threading.Timer(6.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
+    finally:
+        timer.cancel()
+    assert not spark.streams.active
+    events = spark.read.format("delta").load(str(spec.events_dir))
+    last = events.where("event_type = 'update_progress'").orderBy("timestamp").collect()[-1]
+    assert last.message.endswith("is CANCELED.")
+    again = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
+    assert again.succeeded
+    ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "slow_rows")).collect())
+    assert ids == sorted(i * 10 + j for i in range(6) for j in range(4))  # every row exactly once
