@@ -29,3 +29,9 @@ def plugin_autoloaded() -> bool:
 pytest_plugins = [] if plugin_autoloaded() else [PLUGIN]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
+    """Unit tests first: they never start Spark, and some check what pipeline code does without a SparkContext,
+    which the shared session of the Spark tests would otherwise be by then."""
+    items.sort(key=lambda item: 0 if "/tests/unit/" in str(getattr(item, "path", item.fspath)) else 1)

@@ -125,6 +125,11 @@ class Execution:
             attempt += 1
             executor = FlowExecutor(self.router, self.graph, key, self.prebuilt if attempt == 1 else {})
             path = executor.table_path
+            if path is not None and attempt == 1:
+                # a killed first write leaves a folder with no commit: no table, so nothing to keep (a declared
+                # `path` keeps its folder and loses only the log)
+                declared = executor.dataset is not None and executor.dataset.path is not None
+                discard_failed_first_write(path, existed=declared)
             existed = path is not None and Path(path).exists()
             part = FlowResult(result.flow, result.target, result.kind)
             try:

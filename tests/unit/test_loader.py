@@ -395,6 +395,9 @@ def test_module_level_column_without_spark_names_file_line_and_why(tmp_path) -> 
         def t():
             return spark.range(3).where(VALID)
     """})
+    if pyspark.SparkContext._active_spark_context is not None:  # the whole suite in one process: stop it for a moment
+        pytest.fail("this unit test needs a process without a SparkContext; run unit tests before Spark tests "
+                    "(tests/conftest.py orders them)")
     with pytest.raises(LoadError) as info:
         load_pipeline(spec)
     err = info.value

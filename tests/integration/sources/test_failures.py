@@ -64,7 +64,9 @@ def test_bad_options_fail_the_update_before_any_flow(spark: SparkSession, postgr
     postgres_db.execute("CREATE TABLE items (seq bigint, name text)")
     spec = _spec(tmp_path, postgres_db, extra='.option("lookbak", "2")')
     result = update(spec, spark)
-    assert not result.succeeded and result.error is not None and result.error.code == "INVALID_GRAPH"
+    # checked on the driver when the flow is defined: the typed error, before any flow runs
+    assert not result.succeeded and result.error is not None and result.error.code == "INVALID_SOURCE_OPTIONS"
+    assert "did you mean 'lookback'" in str(result.error)
     assert PASSWORD not in _error_text(result)
     assert not (spec.tables_dir / "bronze").exists()
 
@@ -117,7 +119,7 @@ def test_unreachable_database_commits_nothing(spark: SparkSession, own_server: P
     own_server.stop()
     failed = update(spec, spark)
     assert not failed.succeeded
-    assert failed.error is not None and failed.error.code == "INVALID_GRAPH"  # the catalog lookup failed
+    assert failed.error is not None and failed.error.code == "SOURCE_CONNECTION_FAILED"  # at the catalog lookup
     assert PASSWORD not in _error_text(failed)
     state = pipeline_state(spec.checkpoints_dir)[0]
     assert (state.committed_batch, state.pending_batch, state.sources[0].offset["watermark"]) == (0, None, "2")
