@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from framework.declarations import DatasetKind, FlowKind
 from framework.registry import normalize_name
@@ -135,17 +135,17 @@ class ContinuousRun:
         while not self._stop.is_set():
             executor = FlowExecutor(self.router, self.graph, flow.key)
             executor.trigger = {"processingTime": flow.interval}
-            before = _counts(flow.result)
+            part = _part(flow.result)
             try:
-                timed_run(executor, flow.result)
+                timed_run(executor, part)
             except Exception as exc:  # classified by the caller's rules: retried, or it stops the update
-                _add(flow.result, before)
+                flow.result.add(part)
                 if self._stop.is_set():
                     return
                 if not self._failed(flow, exc, executor):
                     return
                 continue
-            _add(flow.result, before)
+            flow.result.add(part)
             return  # stopped
 
     def _failed(self, flow: _Flow, exc: BaseException, executor: FlowExecutor) -> bool:
@@ -176,24 +176,17 @@ class ContinuousRun:
             return
         flow.versions = {k: v for k, v in versions.items() if v is not None}
         executor = FlowExecutor(self.router, self.graph, flow.key)
-        before = _counts(flow.result)
+        part = _part(flow.result)
         try:
-            timed_run(executor, flow.result)
-            self.listener.flow_completed(flow.event, flow.result, 0, 0)
+            timed_run(executor, part)
+            self.listener.flow_completed(flow.event, part, 0, 0)
         except Exception as exc:  # retried on the next interval, counted like a streaming flow's failure
             self._failed(flow, exc, executor)
-        _add(flow.result, before)
+        flow.result.add(part)
 
 
-def _counts(result: FlowResult) -> dict[str, Any]:
-    return {"num_input_rows": result.num_input_rows or 0, "num_output_rows": result.num_output_rows or 0,
-            "num_upserted_rows": result.num_upserted_rows or 0, "num_deleted_rows": result.num_deleted_rows or 0,
-            "dropped_records": result.dropped_records, "batches": result.batches}
+def _part(result: FlowResult) -> FlowResult:
+    """An empty result for one more run of the flow; :meth:`FlowResult.add` adds it to the update's."""
+    from framework.runner.results import FlowResult
 
-
-def _add(result: FlowResult, before: dict[str, Any]) -> None:
-    """Add the counts ``result`` had before the last run to what that run recorded (runs replace them)."""
-    for name, value in before.items():
-        current = getattr(result, name)
-        if current is not None or value:
-            setattr(result, name, (current or 0) + value)
+    return FlowResult(result.flow, result.target, result.kind)
