@@ -21,7 +21,7 @@ from framework.registry import normalize_name
 from framework.runner.delta_log import has_commit, latest_metadata
 from framework.runner.query import call_query_function
 from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
-from framework.runner.results import FlowResult
+from framework.runner.results import FlowResult, source_offsets
 from framework.runner.streams import output_mode, start_query
 
 if TYPE_CHECKING:
@@ -312,6 +312,7 @@ class FlowExecutor:
         observed = [dict(p.observedMetrics.get(observation, {}).asDict()) if p.observedMetrics.get(observation)
                     else {} for p in progresses]
         result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
+        result.sources = source_offsets(progresses)
         self._record(result, sum_observed(observed), batches=batches)
         self._views_streamed(progresses)
 
@@ -347,6 +348,7 @@ class FlowExecutor:
         observed = [dict(p.observedMetrics[observation].asDict()) for p in progresses
                     if p.observedMetrics.get(observation)]
         result.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
+        result.sources = source_offsets(progresses)
         self._record(result, sum_observed(observed), batches=len(observed))
 
     def _run_cdc(self, result: FlowResult) -> None:
@@ -393,6 +395,7 @@ class FlowExecutor:
         finally:
             with contextlib.suppress(Exception):  # a failed query's committed batches still had input
                 result.num_input_rows = sum(int(p.numInputRows or 0) for p in query.recentProgress)
+                result.sources = source_offsets(list(query.recentProgress))
 
     def _run_snapshot_cdc(self, result: FlowResult) -> None:
         from framework.cdc import SnapshotTarget

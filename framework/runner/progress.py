@@ -237,6 +237,8 @@ class EventLogListener(ProgressListener):
     def _progress(result: FlowResult) -> dict[str, Any]:
         """The ``metrics`` and ``data_quality`` of a flow_progress event's details."""
         details: dict[str, Any] = {"metrics": result.metrics()}
+        if result.sources:
+            details["sources"] = result.sources
         quality = result.data_quality()
         if quality is not None:
             details["data_quality"] = quality

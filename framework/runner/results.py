@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ class FlowResult:
     batches: int = 0
     error: BaseException | None = None
     attempts: int = 1
+    sources: list[dict[str, Any]] = field(default_factory=list)  # per source: start and end offsets
 
     def metrics(self) -> dict[str, Any]:
         """The ``metrics`` object of a flow_progress event: the row counts this flow knows."""
@@ -54,6 +56,7 @@ class FlowResult:
         self.batches += other.batches
         self.seconds += other.seconds
         self.expectations = add_expectations(self.expectations, other.expectations)
+        self.sources = add_sources(self.sources, other.sources)
 
     @property
     def rows_out(self) -> int | None:
@@ -90,3 +93,43 @@ def add_expectations(total: list[ExpectationResult], more: list[ExpectationResul
             e.name, e.dataset, old.passed_records + e.passed_records, old.failed_records + e.failed_records,
             e.action)
     return list(by_name.values())
+
+
+def source_offsets(progresses: list[Any]) -> list[dict[str, Any]]:
+    """Each source of a streaming query's committed micro-batches (``StreamingQuery.recentProgress``) with the
+    offsets it read from and up to: the first batch's start offset and the last batch's end offset (for a
+    database source, the watermarks and the count of rows without one; for files, the log's batch ids).
+    Batches without data are left out, so a run that read nothing reports nothing."""
+    found: dict[int, dict[str, Any]] = {}
+    for progress in progresses:
+        if not progress.numInputRows:
+            continue
+        for index, source in enumerate(progress.sources):
+            entry = found.setdefault(index, {"description": source.description,
+                                             "start_offset": _offset(source.startOffset), "num_input_rows": 0})
+            entry["end_offset"] = _offset(source.endOffset)
+            entry["num_input_rows"] += int(source.numInputRows or 0)
+    return [found[i] for i in sorted(found)]
+
+
+def _offset(value: Any) -> Any:
+    """An offset as Spark reports it (JSON text, or None before the first batch) as a JSON value."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def add_sources(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sources of two runs of one flow, by position (a source's description names a query's object): the
+    first run's start offsets, the last run's end offsets, the rows of both."""
+    merged = [dict(s) for s in ours]
+    for index, source in enumerate(theirs):
+        if index < len(merged):
+            merged[index]["end_offset"] = source["end_offset"]
+            merged[index]["num_input_rows"] += source["num_input_rows"]
+        else:
+            merged.append(dict(source))
+    return merged

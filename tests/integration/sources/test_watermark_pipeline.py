@@ -3,6 +3,7 @@ late rows within and beyond lookback, NULL watermarks, the change data feed, `me
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,3 +76,30 @@ def _ts(text: str) -> object:
     from datetime import datetime
 
     return datetime.fromisoformat(text)
+
+
+def test_the_event_log_shows_each_update_s_watermarks_and_null_rows(spark: SparkSession, postgres_db: PostgresDatabase,
+                                                                    tmp_path: Path) -> None:
+    db = postgres_db
+    db.execute(ORDERS)
+    _put(db, "(1, 'ann', 10.00, 'new', '2024-01-01 10:00:00+00')", "(2, 'bob', 20.50, 'new', NULL)")
+    spec = example_spec("watermark", db, tmp_path / "storage")
+    first = update(spec, spark)
+    _put(db, "(3, 'cy', 5.00, 'new', '2024-01-01 12:00:00+00')", "(4, 'dee', 7.00, 'new', NULL)")
+    second = update(spec, spark)
+    assert first.succeeded and second.succeeded, (first.error, second.error)
+    assert second.flow("orders_bronze").sources[0]["end_offset"] == {"watermark": "2024-01-01 12:00:00+00",
+                                                                       "nullRows": 2}
+    log = spark.read.format("delta").load(str(spec.events_dir))
+    offsets = []
+    for result in (first, second):
+        event = (log.where(f"origin.update_id = '{result.update_id}' AND event_type = 'flow_progress' "
+                           "AND origin.flow_name = 'orders_bronze' AND details LIKE '%\"metrics\"%'").collect())
+        assert len(event) == 1
+        (source,) = json.loads(event[0].details)["flow_progress"]["sources"]
+        offsets.append((source["num_input_rows"], source["start_offset"], source["end_offset"]))
+    assert offsets == [  # Spark reports no start before a query's first batch; lookback (10 min) reads 1 again
+        (1, None, {"watermark": "2024-01-01 10:00:00+00", "nullRows": 1}),
+        (2, {"watermark": "2024-01-01 10:00:00+00", "nullRows": 1}, {"watermark": "2024-01-01 12:00:00+00",
+                                                                     "nullRows": 2}),
+    ]
