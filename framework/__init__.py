@@ -10,25 +10,26 @@ is for running and testing them::
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from framework.errors import (
-    ExpectationViolation,
-    GraphError,
-    LoadError,
-    PipelineError,
-    SpecError,
-)
-from framework.loader import load_pipeline
-from framework.spec import PipelineSpec, load_spec
-
 if TYPE_CHECKING:
+    from framework.errors import ExpectationViolation, GraphError, LoadError, PipelineError, SpecError
+    from framework.loader import load_pipeline
     from framework.runner.update import UpdateOptions, UpdateResult
+    from framework.spec import PipelineSpec, load_spec
 
 __all__ = [
     "ExpectationViolation", "GraphError", "LoadError", "PipelineError", "PipelineSpec", "SpecError",
     "UpdateOptions", "load_pipeline", "load_spec", "run_update",
 ]
+
+# Imported on first use, so that ``import framework.<module>`` (every CLI call, each Python process Spark starts
+# for the database source) does not load the spec and pipeline loader it does not need.
+_LAZY = {"ExpectationViolation": "framework.errors", "GraphError": "framework.errors",
+         "LoadError": "framework.errors", "PipelineError": "framework.errors", "SpecError": "framework.errors",
+         "load_pipeline": "framework.loader", "PipelineSpec": "framework.spec", "load_spec": "framework.spec",
+         "UpdateOptions": "framework.runner.update"}
 
 
 def run_update(spec: PipelineSpec, options: UpdateOptions | None = None, spark: Any = None) -> UpdateResult:
@@ -39,8 +40,6 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None, spark: 
 
 
 def __getattr__(name: str) -> Any:
-    if name == "UpdateOptions":
-        from framework.runner.update import UpdateOptions
-
-        return UpdateOptions
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(name)
