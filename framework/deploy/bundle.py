@@ -9,6 +9,10 @@ Each library file becomes a ``file`` library (globs are expanded), which every b
 A spec with a ``trigger`` (:class:`framework.spec.JobTrigger`) also gets a job next to the pipeline: one
 ``pipeline_task`` started by a file-arrival trigger or a Quartz cron schedule. Continuous pipelines deploy as
 ``continuous: true`` and need no job.
+
+A pipeline whose code reads ``format("jdbc_incremental")`` also gets the notebook
+``framework/deploy/register_sources.py`` as its first library (it installs the ADBC driver and registers the
+source) and ``medallion.bundle_root`` in its configuration, so that the notebook can import ``framework``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from framework.spec import JobTrigger, PipelineSpec
 from framework.sql.split import is_sql_notebook
 
 WORKSPACE_ROOT = "${workspace.file_path}"
+# Registers jdbc_incremental in a Databricks pipeline (a notebook library: it %pip-installs the ADBC driver).
+REGISTER_NOTEBOOK = "framework/deploy/register_sources.py"
 
 
 def _resource_key(name: str) -> str:
@@ -37,10 +43,15 @@ def _resource_key(name: str) -> str:
 def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROOT,
                       development: bool | None = None) -> dict[str, Any]:
     """Databricks pipeline settings (the shape of the Pipelines API and of a bundle's pipeline resource)."""
+    libraries = _libraries(spec, workspace_root)
+    configuration = dict(spec.configuration)
+    if _reads_database_sources(spec):
+        libraries.insert(0, {"notebook": {"path": f"{workspace_root}/{REGISTER_NOTEBOOK}"}})
+        configuration.setdefault("medallion.bundle_root", workspace_root)
     settings: dict[str, Any] = {
         "name": spec.name,
-        "libraries": _libraries(spec, workspace_root),
-        "configuration": dict(spec.configuration),
+        "libraries": libraries,
+        "configuration": configuration,
         "target": spec.schema,
         "development": spec.development if development is None else development,
         "continuous": spec.continuous,
@@ -75,6 +86,14 @@ def _libraries(spec: PipelineSpec, workspace_root: str) -> list[dict[str, Any]]:
         kind = "notebook" if is_notebook_source(text) or is_sql_notebook(text) else "file"
         libraries.append({kind: {"path": f"{workspace_root}/{relative}"}})
     return libraries
+
+
+def _reads_database_sources(spec: PipelineSpec) -> bool:
+    """Whether a library file of ``spec`` reads one of the framework's Python data sources by name."""
+    from framework.sources.options import SOURCE_NAME
+
+    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+    return any(SOURCE_NAME in path.read_text(encoding="utf-8", errors="replace") for path in files)
 
 
 def bundle_config(spec: PipelineSpec, prod_spec: PipelineSpec | None = None) -> dict[str, Any]:

@@ -183,3 +183,21 @@ def test_the_file_arrival_example_deploys_with_its_job(tmp_path: Path) -> None:
     landing = bundle["resources"]["pipelines"]["file_arrival"]["configuration"]["file_arrival.landing"]
     assert job["trigger"]["file_arrival"]["url"] == landing  # the job watches the folder the pipeline loads
     assert "jobs" not in bundle["targets"]["prod"]["resources"]  # same trigger in production
+
+
+def test_a_database_source_pipeline_deploys_with_the_notebook_that_registers_the_source(tmp_path: Path) -> None:
+    spec = load_spec(REPO_ROOT / "conf" / "db_watermark.yaml")
+    write_deployment(spec, tmp_path)
+    bundle = yaml.safe_load((tmp_path / "databricks.yml").read_text())
+    if SCHEMA.exists():
+        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    pipeline = bundle["resources"]["pipelines"]["db_watermark"]
+    assert pipeline["libraries"][0] == {"notebook": {"path": "${workspace.file_path}/framework/deploy/register_sources.py"}}
+    assert pipeline["configuration"]["medallion.bundle_root"] == "${workspace.file_path}"
+    assert "framework/**" in bundle["sync"]["include"]
+    notebook = (REPO_ROOT / "framework" / "deploy" / "register_sources.py").read_text()
+    assert notebook.startswith("# Databricks notebook source\n# MAGIC %pip install \"adbc-driver-postgresql")
+    assert "register_sources(spark)" in notebook
+    sample = pipeline_settings(load_spec(REPO_ROOT / "conf" / "sample.yaml"))
+    assert "medallion.bundle_root" not in sample["configuration"]  # only pipelines that read the source
+    assert all("register_sources" not in json.dumps(lib) for lib in sample["libraries"])
