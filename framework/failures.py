@@ -214,6 +214,11 @@ def _worker_error(chain: list[_Link]) -> _WorkerError | None:
     return _WorkerError(_python_worker_error(info), _worker_frame(info.message))
 
 
+# Spark's error classes for an exception raised in a Python data source's planner or streaming-source process
+# (its formatted traceback is the ``msg`` parameter).
+_DATA_SOURCE_ERRORS = frozenset({"PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR", "PYTHON_DATA_SOURCE_ERROR"})
+
+
 def _worker_traceback(link: _Link) -> CauseInfo | None:
     """A ``PythonException`` with the worker's traceback as its message, or None for any other exception.
 
@@ -221,6 +226,10 @@ def _worker_traceback(link: _Link) -> CauseInfo | None:
     Spark's error-class text alone (seen when the exception reaches the driver unconverted, as a
     ``Py4JJavaError``'s cause)."""
     info = link.info
+    if info.error_class in _DATA_SOURCE_ERRORS:  # a Python data source's driver-side process failed
+        params = _call(link.java, "getMessageParameters") if link.java is not None else None
+        text = params.get("msg") if params is not None else None
+        return CauseInfo(info.class_name, str(text), info.error_class) if text else None
     if not info.class_name.endswith("PythonException"):
         return None
     params = _call(link.java, "getMessageParameters") if link.java is not None else None

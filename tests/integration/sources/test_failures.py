@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,3 +201,46 @@ def _wait_for_batch_in_flight(spec: PipelineSpec, proc: subprocess.Popen[bytes],
             return
         time.sleep(0.2)
     pytest.fail("no batch started in time")
+
+
+def test_a_connection_cut_during_a_batch_commits_nothing(spark: SparkSession, postgres_db: PostgresDatabase,
+                                                         tmp_path: Path) -> None:
+    db = postgres_db
+    db.execute("CREATE TABLE items (seq bigint, name text)", "INSERT INTO items VALUES (1, 'a'), (2, 'b')",
+               # each row costs 50 ms to read (the sleep depends on the row, so it runs per row): the batch's COPY
+               # runs long enough to be cut
+               "CREATE VIEW slow_items AS SELECT i.seq, i.name FROM items i "
+               "CROSS JOIN LATERAL pg_sleep(0.05 + i.seq * 0) s")
+    spec = _spec(tmp_path, db, table="public.slow_items")
+    assert update(spec, spark).succeeded
+    db.execute("INSERT INTO items SELECT g, 'n' || g FROM generate_series(3, 80) g")
+    outcome: list[UpdateResult] = []
+    running = threading.Thread(target=lambda: outcome.append(update(spec, spark)))
+    running.start()
+    cut = _cut_the_batch_read(db, running)
+    running.join(600)
+    (failed,) = outcome
+    assert cut, "the batch's read was not seen running"
+    assert not failed.succeeded
+    text = _error_text(failed)
+    assert "bronze" in text and "terminat" in text.lower(), text  # PostgreSQL's own reason reaches the summary
+    assert PASSWORD not in text and db.password not in text
+    assert [r[0] for r in rows(spark, spec, "bronze", "seq")] == [1, 2]  # nothing of the cut batch committed
+    assert pipeline_state(spec.checkpoints_dir)[0].pending_batch is not None  # its offsets logged, not committed
+    result = update(spec, spark)
+    assert result.succeeded, result.error
+    assert [r[0] for r in rows(spark, spec, "bronze", "seq")] == list(range(1, 81))  # each row once
+
+
+def _cut_the_batch_read(db: PostgresDatabase, running: threading.Thread) -> bool:
+    """Terminate the server process of the batch's read (ADBC runs it as ``COPY (...) TO STDOUT``), not the
+    offset queries before it."""
+    deadline = time.monotonic() + 300
+    while running.is_alive() and time.monotonic() < deadline:
+        cut = db.query("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE state = 'active' AND query LIKE 'COPY%slow_items%' AND query NOT LIKE '%max(%' "
+                       "AND query NOT LIKE '%count(%' AND pid <> pg_backend_pid()")
+        if cut and cut[0][0]:
+            return True
+        time.sleep(0.1)
+    return False
