@@ -227,16 +227,16 @@ def _worker_traceback(link: _Link) -> CauseInfo | None:
     ``Py4JJavaError``'s cause)."""
     info = link.info
     if info.error_class in _DATA_SOURCE_ERRORS:  # a Python data source's driver-side process failed
-        params = _call(link.java, "getMessageParameters") if link.java is not None else None
-        text = params.get("msg") if params is not None else None
-        return CauseInfo(info.class_name, str(text), info.error_class) if text else None
-    if not info.class_name.endswith("PythonException"):
+        key = "msg"
+    elif info.class_name.endswith("PythonException"):
+        key = "traceback"
+    else:
         return None
     params = _call(link.java, "getMessageParameters") if link.java is not None else None
-    traceback_text = params.get("traceback") if params is not None else None
-    if traceback_text:
-        return CauseInfo(info.class_name, str(traceback_text), info.error_class)
-    return info if info.message else None
+    text = params.get(key) if params is not None else None
+    if text:
+        return CauseInfo(info.class_name, str(text), info.error_class)
+    return info if key == "traceback" and info.message else None
 
 
 def _last_traceback(text: str) -> tuple[list[str], list[str]]:

@@ -28,6 +28,7 @@ from framework.errors import Problem, SpecError
 from framework.loader import resolve_libraries
 from framework.notebook import is_notebook_source
 from framework.paths import PathMapper
+from framework.sources.options import SOURCE_NAME
 from framework.spec import JobTrigger, PipelineSpec
 from framework.sql.split import is_sql_notebook
 
@@ -43,9 +44,10 @@ def _resource_key(name: str) -> str:
 def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROOT,
                       development: bool | None = None) -> dict[str, Any]:
     """Databricks pipeline settings (the shape of the Pipelines API and of a bundle's pipeline resource)."""
-    libraries = _libraries(spec, workspace_root)
+    files = _library_files(spec)
+    libraries = _libraries(spec, files, workspace_root)
     configuration = dict(spec.configuration)
-    if _reads_database_sources(spec):
+    if any(SOURCE_NAME in text for _, text in files):  # the code reads jdbc_incremental
         libraries.insert(0, {"notebook": {"path": f"{workspace_root}/{REGISTER_NOTEBOOK}"}})
         configuration.setdefault("medallion.bundle_root", workspace_root)
     settings: dict[str, Any] = {
@@ -68,32 +70,28 @@ def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROO
     return settings
 
 
-def _libraries(spec: PipelineSpec, workspace_root: str) -> list[dict[str, Any]]:
+def _library_files(spec: PipelineSpec) -> list[tuple[Path, str]]:
+    """Every resolved library file of ``spec`` with its text."""
+    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
+    return [(path, path.read_text(encoding="utf-8", errors="replace")) for path in files]
+
+
+def _libraries(spec: PipelineSpec, files: list[tuple[Path, str]], workspace_root: str) -> list[dict[str, Any]]:
     """One ``file`` or ``notebook`` library per resolved file, by its path under the project root (which the
     bundle syncs to ``workspace_root``)."""
-    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
     root = spec.root.resolve()
-    outside = [path for path in files if not path.resolve().is_relative_to(root)]
+    outside = [path for path, _ in files if not path.resolve().is_relative_to(root)]
     if outside:
         raise SpecError(spec.source, [Problem(
             "LIBRARY_OUTSIDE_ROOT", f"library file {path} lies outside the project root {root}, which is what "
             "the bundle syncs to the workspace; move it under the root, or set `root:` in the spec to a folder "
             "that holds every library", spec.source) for path in outside])
     libraries = []
-    for path in files:
+    for path, text in files:
         relative = path.resolve().relative_to(root).as_posix()
-        text = path.read_text(encoding="utf-8", errors="replace")
         kind = "notebook" if is_notebook_source(text) or is_sql_notebook(text) else "file"
         libraries.append({kind: {"path": f"{workspace_root}/{relative}"}})
     return libraries
-
-
-def _reads_database_sources(spec: PipelineSpec) -> bool:
-    """Whether a library file of ``spec`` reads one of the framework's Python data sources by name."""
-    from framework.sources.options import SOURCE_NAME
-
-    files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
-    return any(SOURCE_NAME in path.read_text(encoding="utf-8", errors="replace") for path in files)
 
 
 def bundle_config(spec: PipelineSpec, prod_spec: PipelineSpec | None = None) -> dict[str, Any]:
