@@ -24,6 +24,12 @@ root = spark.conf.get("medallion.bundle_root")
 if root and root not in sys.path:
     sys.path.insert(0, root)
 
-from framework.sources import register_sources  # noqa: E402 (importable once the bundle root is on sys.path)
+try:
+    from framework.sources import register_sources
+except ImportError as missing:
+    raise ImportError(
+        f"register_sources: cannot import the framework from medallion.bundle_root={root!r} ({missing}); set "
+        "the pipeline configuration key medallion.bundle_root to the workspace folder that holds framework/ "
+        "(medallion deploy sets it to ${workspace.file_path}), and install adbc-driver-postgresql") from missing
 
 register_sources(spark)
