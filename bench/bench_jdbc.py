@@ -1,8 +1,13 @@
 """Benchmark: the ``jdbc_incremental`` source against Spark's own JDBC reader, on a real PostgreSQL.
 
+Both implementations of the source are measured in the same run: ``jdbc_incremental`` as a local run reads it
+(the JVM twin in the framework's jar, ``jvm/src/medallion/sources``) and ``jdbc_incremental_python`` (the Python
+data source a Databricks pipeline registers: ADBC binary COPY → Arrow in Python workers). The limits apply to
+the first; the second's figures follow as ``*_python``.
+
 1. ``first_load``: every row of a ``1,000,000 * --scale``-row orders table. Framework: a
-   ``spark.readStream.format("jdbc_incremental")`` query (``numPartitions`` ranges of the watermark column,
-   ADBC binary COPY → Arrow in Python workers), trigger available-now, fresh checkpoint. Baseline: Spark's batch
+   ``spark.readStream.format(...)`` query (``numPartitions`` ranges of the watermark column), trigger
+   available-now, fresh checkpoint. Baseline: Spark's batch
    ``spark.read.jdbc`` (the PostgreSQL JDBC driver) with the same partition count, partitioned on the primary
    key. Both sides write to Spark's ``noop`` sink, so the figures are the reads' own (a Delta write would add the
    same cost to both). Wanted: framework throughput ≥ 0.8 x the baseline's, i.e. time ratio ≤ 1.25.
@@ -30,7 +35,7 @@ from pyspark.sql import SparkSession
 
 from bench.harness import Comparison, common_args, write_json
 from framework.runner.session import get_or_create_session
-from framework.sources import register_sources
+from framework.sources import PYTHON_SOURCE_NAME, SOURCE_NAME, register_python_source, register_sources
 from framework.testing.postgres import PostgresDatabase, create_database, start_server
 
 ROWS = 1_000_000
@@ -47,11 +52,11 @@ def _load_table(db: PostgresDatabase, rows: int) -> None:
         "ANALYZE orders")
 
 
-def _framework_load(spark: SparkSession, db: PostgresDatabase, checkpoint: Path,
-                    partitions: int) -> tuple[int, float]:
-    """One available-now run of the jdbc_incremental stream: the rows it read, and the seconds its micro-batches
+def _framework_load(spark: SparkSession, db: PostgresDatabase, checkpoint: Path, partitions: int,
+                    source: str = SOURCE_NAME) -> tuple[int, float]:
+    """One available-now run of the ``source`` stream: the rows it read, and the seconds its micro-batches
     took (Spark's ``triggerExecution``: offsets, planning, the read; not the query's start and stop)."""
-    query = (spark.readStream.format("jdbc_incremental").options(**db.options)
+    query = (spark.readStream.format(source).options(**db.options)
              .option("dbtable", "public.orders").option("watermarkColumn", "updated_at")
              .option("numPartitions", str(partitions)).load()
              .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
@@ -91,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated {rows:,} rows in PostgreSQL in {time.perf_counter() - started:.1f}s", file=sys.stderr)
         spark = get_or_create_session()
         register_sources(spark)
-        first, incremental = _run(spark, db, rows, work, args.runs, args.partitions)
+        register_python_source(spark)
+        first, incremental = _run(spark, db, rows, work, args.runs, args.partitions, SOURCE_NAME)
+        first_py, incremental_py = _run(spark, db, rows, work, args.runs, args.partitions, PYTHON_SOURCE_NAME)
     finally:
         server.stop()
         shutil.rmtree(server.folder, ignore_errors=True)
@@ -99,54 +106,58 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {rows:,} rows, "
           f"{args.partitions} partitions each side")
+    print(incremental_py.report())
+    print(first_py.report())
+    print(f"[first_load_python] throughput framework/baseline = {first_py.baseline_median / first_py.framework_median:.3f}")
     print(incremental.report(limit=0.15))
     print(first.report(limit=1.25))
     throughput = first.baseline_median / first.framework_median
     print(f"[first_load] throughput framework/baseline = {throughput:.3f}  (wanted >= 0.80: "
           f"{'OK' if throughput >= 0.8 else 'UNDER'})")
-    write_json(args.json, first, incremental)
+    write_json(args.json, first, incremental, first_py, incremental_py)
     return 0
 
 
-def _run(spark: SparkSession, db: PostgresDatabase, rows: int, work: Path, runs: int,
-         partitions: int) -> tuple[Comparison, Comparison]:
-    first = Comparison("first_load")
-    incremental = Comparison("incremental")  # framework: the update; "baseline": the same flow's first load
-    _framework_load(spark, db, work / "warmup", partitions)  # JIT, Python workers, caches: not counted
+def _run(spark: SparkSession, db: PostgresDatabase, rows: int, work: Path, runs: int, partitions: int,
+         source: str) -> tuple[Comparison, Comparison]:
+    suffix = "_python" if source == PYTHON_SOURCE_NAME else ""
+    first = Comparison(f"first_load{suffix}")
+    incremental = Comparison(f"incremental{suffix}")  # framework: the update; "baseline": the same flow's first load
+    _framework_load(spark, db, work / f"warmup{suffix}", partitions, source)  # JIT, workers, caches: not counted
     _baseline_load(spark, db, rows, partitions)
     read_counts, batch_s = [], []
     for i in range(runs):
-        checkpoint = work / f"checkpoint-{i}"
+        checkpoint = work / f"checkpoint{suffix}-{i}"
         shutil.rmtree(checkpoint, ignore_errors=True)
         order = ["framework", "baseline"] if i % 2 == 0 else ["baseline", "framework"]
         for side in order:
             start = time.perf_counter()
             if side == "framework":
-                read, batch = _framework_load(spark, db, checkpoint, partitions)
+                read, batch = _framework_load(spark, db, checkpoint, partitions, source)
                 batch_s.append(batch)
                 assert read >= rows, f"the first load read {read} rows, not {rows}"
             else:
                 _baseline_load(spark, db, rows, partitions)
             elapsed = time.perf_counter() - start
             (first.framework_s if side == "framework" else first.baseline_s).append(elapsed)
-            print(f"  run {i + 1}/{runs} first load {side}: {elapsed:.2f}s", file=sys.stderr, flush=True)
-        changed = _change_one_percent(db, rows, i)
+            print(f"  {source} run {i + 1}/{runs} first load {side}: {elapsed:.2f}s", file=sys.stderr, flush=True)
+        changed = _change_one_percent(db, rows, i + (runs if suffix else 0))
         start = time.perf_counter()
-        read, _ = _framework_load(spark, db, checkpoint, partitions)
+        read, _ = _framework_load(spark, db, checkpoint, partitions, source)
         elapsed = time.perf_counter() - start
         if read != changed:
             raise SystemExit(f"the update read {read} rows; {changed} changed")
         read_counts.append(read)
         incremental.framework_s.append(elapsed)
         incremental.baseline_s.append(first.framework_s[-1])
-        print(f"  run {i + 1}/{runs} update after 1% changed: {elapsed:.2f}s ({read} rows)", file=sys.stderr)
+        print(f"  {source} run {i + 1}/{runs} update after 1% changed: {elapsed:.2f}s ({read} rows)", file=sys.stderr)
     incremental.extra["rows read by each update (= rows changed)"] = read_counts
     first.extra["rows per second, medians"] = (f"framework {rows / statistics.median(first.framework_s):,.0f}, "
                                                f"baseline {rows / statistics.median(first.baseline_s):,.0f}")
     overhead = statistics.median(f - b for f, b in zip(first.framework_s, batch_s, strict=True))
     first.extra["stream's micro-batch time (triggerExecution), median"] = (
         f"{statistics.median(batch_s):.2f}s: read throughput {statistics.median(first.baseline_s) / statistics.median(batch_s):.3f} "
-        f"x the baseline's; query start and stop (a Python process Spark starts for the source) {overhead:.2f}s")
+        f"x the baseline's; query start and stop {overhead:.2f}s")
     return first, incremental
 
 

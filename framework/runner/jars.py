@@ -62,6 +62,12 @@ def _java_files(sources: Path) -> list[Path]:
     return sorted(sources.rglob("*.java")) if sources.is_dir() else []
 
 
+def _resources(sources: Path) -> list[Path]:
+    """The files of ``sources`` copied into the jar as they are (``META-INF/services`` registrations)."""
+    folder = sources / "META-INF"
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+
+
 def framework_jar(settings: LocalSparkSettings, sources: Path = JVM_SOURCES) -> Path | None:
     """Where the jar built from ``sources`` lives (named by the sources' hash, so an edit means a rebuild);
     None when the checkout has no Java sources."""
@@ -69,7 +75,7 @@ def framework_jar(settings: LocalSparkSettings, sources: Path = JVM_SOURCES) -> 
     if not files:
         return None
     digest = hashlib.sha256()
-    for path in files:
+    for path in [*files, *_resources(sources)]:
         digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + path.read_bytes())
     return settings.jar_cache_dir / f"medallion-jvm-{digest.hexdigest()[:12]}.jar"
 
@@ -106,6 +112,8 @@ def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Pat
             out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: medallion setup\n\n")
             for path in sorted(classes.rglob("*.class")):
                 out.write(path, path.relative_to(classes).as_posix())
+            for path in _resources(sources):
+                out.write(path, path.relative_to(sources).as_posix())
         partial.replace(jar)
     for stale in jar.parent.glob("medallion-jvm-*.jar"):
         if stale != jar:

@@ -2,8 +2,10 @@
 watermark column (a timestamp, date, integer or numeric column that grows as rows change).
 
 It is a plain ``pyspark.sql.datasource.DataSource``, so the same pipeline file runs in a Databricks pipeline
-once the source is registered there (``spark.dataSource.register(JdbcIncrementalDataSource)``); locally
-:func:`framework.sources.register_sources` does that before pipeline code runs.
+once the source is registered there (``spark.dataSource.register(JdbcIncrementalDataSource)``). Locally the
+framework's jar serves ``jdbc_incremental`` with a JVM twin of this module (``jvm/src/medallion/sources``: same
+options, schema, SQL and offsets; see :mod:`framework.sources`), and this source runs as
+``jdbc_incremental_python``.
 
 Streaming contract (``DataSourceStreamReader``):
 
@@ -40,7 +42,7 @@ from pyspark.sql.streaming.datasource import (
 from framework.errors import Problem
 from framework.sources import pgclient
 from framework.sources.errors import SourceOptionsError, SourceQueryError
-from framework.sources.options import SOURCE_NAME, JdbcIncrementalOptions, parse_options
+from framework.sources.options import PYTHON_SOURCE_NAME, SOURCE_NAME, JdbcIncrementalOptions, parse_options
 from framework.sources.pgtypes import Column, ddl, literal, watermark_kind
 
 if TYPE_CHECKING:
@@ -123,6 +125,16 @@ class JdbcIncrementalDataSource(DataSource):
         return JdbcBatchReader(plan_read(self.options))
 
 
+class JdbcIncrementalPythonDataSource(JdbcIncrementalDataSource):
+    """The same source as ``jdbc_incremental_python``: where the framework's jar serves ``jdbc_incremental`` with
+    its JVM twin (local runs), this name runs the Python source, as a Databricks pipeline does."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return PYTHON_SOURCE_NAME
+
+
 class RangePartition(InputPartition):
     """One range of one batch: the SQL that reads it (``value``, as Spark pickles it to a worker)."""
 
@@ -150,7 +162,16 @@ def range_partitions(plan: SourcePlan, start: str | None, end: str) -> list[Rang
 
 
 def _split_points(plan: SourcePlan, lower: str | None, upper: str) -> list[str]:
+    """``numPartitions - 1`` inner bounds of ``(lower, upper]``: quantiles from the planner's histogram of the
+    column when the relation is a table with statistics (ranges then hold about as many rows each, even when
+    the values are skewed: rows updated long after the others), else evenly spaced values."""
     col, rel, parts = plan.watermark, plan.options.relation, plan.options.num_partitions
+    if not rel.startswith("("):
+        with pgclient.connection(plan.options) as conn, conn.cursor() as cur:
+            cur.execute(pgclient.histogram_sql(rel, col, lower, upper))
+            quantiles = [str(row[0]) for row in cur.fetchall() if row[0] is not None]
+        if len(quantiles) >= parts - 1:
+            return list(dict.fromkeys(quantiles[k * len(quantiles) // parts] for k in range(1, parts)))
     low = lower if lower is not None else f"(SELECT min({col.quoted}) FROM {rel} WHERE {col.quoted} <= {upper})"
     sql = (f"SELECT p::text FROM (SELECT CAST(({low} + ({upper} - {low}) * k / {parts}) AS {col.db_type}) AS p "
            f"FROM generate_series(1, {parts - 1}) AS k) AS s WHERE p > {low} AND p < {upper} GROUP BY p ORDER BY p")

@@ -18,6 +18,7 @@ from framework.errors import Problem
 from framework.sources.errors import SourceOptionsError
 
 SOURCE_NAME = "jdbc_incremental"
+PYTHON_SOURCE_NAME = "jdbc_incremental_python"  # the Python source beside its JVM twin (see framework.sources)
 REQUIRED = ("url", "watermarkColumn")
 OPTIONAL = ("dbtable", "query", "user", "password", "startingWatermark", "lookback", "maxRowsPerBatch",
             "fetchSize", "numPartitions")

@@ -139,8 +139,18 @@ def arrow_schema(columns: list[Column]) -> pa.Schema:
 
 
 def select_list(columns: list[Column]) -> str:
-    """The select list of a read: every column, those read as text cast to ``text``."""
-    return ", ".join(f"{c.quoted}::text AS {c.quoted}" if c.read_as_text else c.quoted for c in columns)
+    """The select list of a read: every column, those read as text cast to ``text`` (a ``numeric`` without a
+    scale rounded to the 18 places of its ``decimal(38,18)`` first, half away from zero, as Spark's JDBC reader
+    and the JVM twin round it)."""
+    return ", ".join(_selected(c) for c in columns)
+
+
+def _selected(column: Column) -> str:
+    if not column.read_as_text:
+        return column.quoted
+    if column.base_type == "numeric" and column.spark_type == "decimal(38,18)":
+        return f"round({column.quoted}, 18)::text AS {column.quoted}"
+    return f"{column.quoted}::text AS {column.quoted}"
 
 
 def typed(value: str, column: Column) -> str:
@@ -172,8 +182,9 @@ def max_watermark_sql(relation: str, column: Column, lower: str | None, upper: s
     cond = " AND ".join(where)
     if max_rows is None:
         return f"SELECT max({col})::text FROM {relation} WHERE {cond}"
-    return (f"SELECT coalesce((SELECT {col}::text FROM {relation} WHERE {cond} ORDER BY {col} "
-            f"OFFSET {max_rows - 1} LIMIT 1), (SELECT max({col})::text FROM {relation} WHERE {cond}))")
+    # ordered by the column itself, not by its text (an output column named like it would win in ORDER BY)
+    return (f"SELECT coalesce((SELECT w::text FROM (SELECT {col} AS w FROM {relation} WHERE {cond} ORDER BY {col} "
+            f"OFFSET {max_rows - 1} LIMIT 1) AS o), (SELECT max({col})::text FROM {relation} WHERE {cond}))")
 
 
 def null_count_sql(relation: str, column: Column) -> str:
@@ -188,13 +199,17 @@ def range_sql(relation: str, columns: list[Column], column: Column, lower: str |
     return f"SELECT {select_list(columns)} FROM {relation} WHERE {cond}"
 
 
-def split_points_sql(relation: str, column: Column, lower: str | None, upper: str, parts: int) -> str:
-    """``parts - 1`` evenly spaced inner bounds of ``(lower, upper]`` (from the smallest watermark when there
-    is no lower bound), as SQL expressions' text, computed by the database in the column's own arithmetic."""
-    col = column.quoted
-    low = lower if lower is not None else f"(SELECT min({col}) FROM {relation} WHERE {col} <= {upper})"
-    points = ", ".join(f"({low} + ({upper} - {low}) * {k} / {parts})::text" for k in range(1, parts))
-    return f"SELECT {points}"
+
+
+def histogram_sql(relation: str, column: Column, lower: str | None, upper: str) -> str:
+    """The planner's histogram bounds of the watermark column inside ``(lower, upper)``, in order (no rows
+    when the table has no statistics)."""
+    cond = f"b < {upper}" + ("" if lower is None else f" AND b > {lower}")
+    return (f"SELECT b::text FROM (SELECT unnest(s.histogram_bounds::text::{column.db_type}[]) AS b "
+            "FROM pg_catalog.pg_stats s WHERE (s.schemaname, s.tablename) = (SELECT n.nspname, c.relname "
+            "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            f"WHERE c.oid = CAST({literal(relation)} AS regclass)) AND s.attname = {literal(column.name)}) AS h "
+            f"WHERE {cond} ORDER BY b")
 
 
 def quoted_column(name: str) -> str:

@@ -64,3 +64,16 @@ def test_without_javac_the_framework_runs_without_its_jar(tmp_path: Path, monkey
 
 def test_the_repository_sources_are_found() -> None:
     assert (jars.JVM_SOURCES / "medallion" / "fs" / "NoForkLocalFileSystem.java").exists()
+
+
+def test_service_registrations_go_into_the_jar_and_its_name(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    src = _sources(tmp_path)
+    plain = jars.framework_jar(settings, src)
+    services = src / "META-INF" / "services" / "org.apache.spark.sql.sources.DataSourceRegister"
+    services.parent.mkdir(parents=True)
+    services.write_text("demo.Hello\n")
+    built = jars.build_framework_jar(settings, src)
+    assert built is not None and built != plain  # a registration edited means a rebuild
+    with zipfile.ZipFile(built) as jar:
+        assert jar.read("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister") == b"demo.Hello\n"

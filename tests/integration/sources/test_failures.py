@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 from framework.sources import (
+    PYTHON_SOURCE_NAME,
+    SOURCE_NAME,
     SourceConnectionError,
     SourceOptionsError,
     SourceQueryError,
     UnsupportedColumnTypeError,
     check_read,
+    register_python_source,
 )
 from framework.sources.state import pipeline_state
 from framework.testing.postgres import PASSWORD, PostgresServer, create_database, start_server
@@ -42,7 +45,7 @@ BRONZE = """
 
     @dlt.table
     def bronze():
-        return (spark.readStream.format("jdbc_incremental")
+        return (spark.readStream.format("{source}")
                 .options(**{{k: spark.conf.get("src." + k) for k in ("url", "user", "password")}})
                 .option("dbtable", "{table}").option("watermarkColumn", "{column}"){extra}
                 .load())
@@ -50,9 +53,10 @@ BRONZE = """
 
 
 def _spec(root: Path, db: PostgresDatabase, table: str = "public.items", column: str = "seq",
-          extra: str = "") -> PipelineSpec:
+          extra: str = "", source: str = SOURCE_NAME) -> PipelineSpec:
     conf = {f"src.{k}": v for k, v in db.options.items()}
-    return make_pipeline(root, {"bronze.py": BRONZE.format(table=table, column=column, extra=extra)}, conf)
+    code = BRONZE.format(table=table, column=column, extra=extra, source=source)
+    return make_pipeline(root, {"bronze.py": code}, conf)
 
 
 def _error_text(result: UpdateResult) -> str:
@@ -203,15 +207,17 @@ def _wait_for_batch_in_flight(spec: PipelineSpec, proc: subprocess.Popen[bytes],
     pytest.fail("no batch started in time")
 
 
+@pytest.mark.parametrize("source", [SOURCE_NAME, PYTHON_SOURCE_NAME])
 def test_a_connection_cut_during_a_batch_commits_nothing(spark: SparkSession, postgres_db: PostgresDatabase,
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path, source: str) -> None:
+    register_python_source(spark)  # the Python source (what Databricks runs) as well as the local JVM twin
     db = postgres_db
     db.execute("CREATE TABLE items (seq bigint, name text)", "INSERT INTO items VALUES (1, 'a'), (2, 'b')",
                # each row costs 50 ms to read (the sleep depends on the row, so it runs per row): the batch's COPY
                # runs long enough to be cut
                "CREATE VIEW slow_items AS SELECT i.seq, i.name FROM items i "
                "CROSS JOIN LATERAL pg_sleep(0.05 + i.seq * 0) s")
-    spec = _spec(tmp_path, db, table="public.slow_items")
+    spec = _spec(tmp_path, db, table="public.slow_items", source=source)
     assert update(spec, spark).succeeded
     db.execute("INSERT INTO items SELECT g, 'n' || g FROM generate_series(3, 80) g")
     outcome: list[UpdateResult] = []
@@ -233,12 +239,13 @@ def test_a_connection_cut_during_a_batch_commits_nothing(spark: SparkSession, po
 
 
 def _cut_the_batch_read(db: PostgresDatabase, running: threading.Thread) -> bool:
-    """Terminate the server process of the batch's read (ADBC runs it as ``COPY (...) TO STDOUT``), not the
-    offset queries before it."""
+    """Terminate the server process of the batch's read (the JVM twin's ``SELECT ... FROM slow_items``, the Python
+    source's ``COPY (SELECT ...)``), not the offset, estimate or split queries around it."""
     deadline = time.monotonic() + 300
     while running.is_alive() and time.monotonic() < deadline:
         cut = db.query("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE state = 'active' AND query LIKE 'COPY%slow_items%' AND query NOT LIKE '%max(%' "
+                       "WHERE state = 'active' AND query LIKE '%slow_items%' AND query NOT LIKE '%max(%' "
+                       "AND query NOT LIKE 'EXPLAIN%' AND query NOT LIKE '%pg_stats%' "
                        "AND query NOT LIKE '%count(%' AND pid <> pg_backend_pid()")
         if cut and cut[0][0]:
             return True
