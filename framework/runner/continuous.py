@@ -7,8 +7,13 @@ is stopped, as a continuous Databricks pipeline does.
 - Materialized views are recomputed on their interval (default 1 minute) when one of their inputs changed.
 - A failing flow is retried with exponential backoff (events RETRYING); after ``pipelines.maxFlowRetryAttempts``
   (default 3) failures in a row it stops the update with its cause. The other flows keep running meanwhile.
-- :meth:`ContinuousRun.stop` ends it: every query is stopped (a micro-batch in flight either committed or is
-  rolled back by Spark: Delta's sink and the checkpoint never disagree), and the flows' results are returned.
+- Every ``medallion.continuous.progressEventSeconds`` (default 60) each streaming flow that moved rows gets a
+  ``flow_progress`` event (status RUNNING) with what its micro-batches did since the last one, so a run of
+  hours shows in the event log as it goes, one event per flow per interval at most.
+- :meth:`ContinuousRun.stop` ends it gracefully: each query's micro-batch in flight is given
+  ``medallion.continuous.stopGraceSeconds`` (default 60) to commit before the query stops; a query stopped
+  inside a batch rolls it back (Delta's sink and the checkpoint never disagree, and the next update reads it
+  again). ``stop(grace_s=0)`` stops at once.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from framework.declarations import DatasetKind, FlowKind
+from framework.quality.engine import sum_observed
 from framework.registry import normalize_name
 from framework.runner.delta_log import latest_version
-from framework.runner.flows import FlowExecutor, timed_run
+from framework.runner.flows import FlowExecutor, observation_name, timed_run
 from framework.runner.ticker import ticking
 
 if TYPE_CHECKING:
@@ -32,6 +38,8 @@ if TYPE_CHECKING:
 
 INTERVAL_KEY = "pipelines.trigger.interval"
 RETRIES_KEY = "pipelines.maxFlowRetryAttempts"
+GRACE_KEY = "medallion.continuous.stopGraceSeconds"
+EVENTS_KEY = "medallion.continuous.progressEventSeconds"
 STREAMING_DEFAULT = "5 seconds"
 BATCH_DEFAULT = "1 minute"
 _UNITS = {"second": 1, "seconds": 1, "minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "ms": 0.001,
@@ -65,6 +73,10 @@ class ContinuousRun:
         self.listener = listener
         self.configuration = router.env.configuration
         self.max_failures = int(self.configuration.get(RETRIES_KEY, "3"))
+        self.grace_s = float(self.configuration.get(GRACE_KEY, "60"))
+        self.event_s = float(self.configuration.get(EVENTS_KEY, "60"))
+        self._reported: dict[str, int] = {}  # flow key -> the last micro-batch a RUNNING event counted
+        self._grace_s = 0.0  # a flow that kept failing stops the others at once; stop() sets the grace
         self._stop = threading.Event()
         self.error: BaseException | None = None
         self.streams: list[_Flow] = []
@@ -101,31 +113,63 @@ class ContinuousRun:
                                            name=f"medallion-{flow.key}")
             flow.thread.start()
         next_refresh = {flow.key: 0.0 for flow in self.views}
-        with ticking(self.router.spark, self.listener):
-            self._loop(next_refresh)
-        self._stop_queries()
-        for flow in self.streams:
-            if flow.thread is not None:
-                flow.thread.join()
+        try:
+            with ticking(self.router.spark, self.listener):
+                self._loop(next_refresh)
+            self._stop_queries(self._grace_s)
+        except KeyboardInterrupt:  # a second Ctrl-C / SIGTERM: stop at once (a batch in flight is rolled back)
+            self._stop.set()
+            self._stop_queries(0.0)
+            raise
+        finally:
+            for flow in self.streams:
+                if flow.thread is not None:
+                    flow.thread.join()
 
     def _loop(self, next_refresh: dict[str, float]) -> None:
-        """Refresh the materialized views on their intervals until the run stops."""
+        """Refresh the materialized views on their intervals, and report the streams' progress, until the run
+        stops."""
+        next_event = time.monotonic() + self.event_s
         while not self._stop.is_set():
             now = time.monotonic()
             for flow in self.views:
                 if now >= next_refresh[flow.key]:
                     self._refresh(flow)
                     next_refresh[flow.key] = now + interval_seconds(flow.interval)
+            if now >= next_event:
+                self._report_progress()
+                next_event = now + self.event_s
             self._stop.wait(0.5)
 
-    def stop(self) -> None:
-        """End the run: every streaming query stops (the caller's thread returns from :meth:`run`)."""
-        self._stop.set()
-        self._stop_queries()
-
-    def _stop_queries(self) -> None:
+    def _report_progress(self) -> None:
+        """A RUNNING ``flow_progress`` event per streaming flow whose micro-batches moved rows since the last."""
+        by_name = {}
         for query in list(self.router.spark.streams.active):
             try:
+                by_name[query.name] = query.recentProgress
+            except Exception:  # the query ended between the listing and the read
+                continue
+        for flow in self.streams:
+            name = self.graph.registry.flows[flow.key].name
+            # batches that read rows (an idle query's progress carries the id its next batch will have)
+            moved = [p for p in by_name.get(name) or []
+                     if p.numInputRows and int(p.batchId) > self._reported.get(flow.key, -1)]
+            if moved:
+                self._reported[flow.key] = max(int(p.batchId) for p in moved)
+                self.listener.flow_running(flow.event, _running_part(flow, moved))
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """End the run: the thread in :meth:`run` gives each query's micro-batch in flight ``grace_s`` seconds
+        (default: ``stopGraceSeconds``) to commit, stops every query and returns."""
+        self._grace_s = self.grace_s if grace_s is None else grace_s
+        self._stop.set()
+
+    def _stop_queries(self, grace_s: float = 0.0) -> None:
+        deadline = time.monotonic() + grace_s
+        for query in list(self.router.spark.streams.active):
+            try:
+                while time.monotonic() < deadline and query.isActive and query.status["isTriggerActive"]:
+                    time.sleep(0.05)
                 query.stop()
             except Exception:  # a query that ended on its own meanwhile
                 continue
@@ -183,6 +227,21 @@ class ContinuousRun:
         except Exception as exc:  # retried on the next interval, counted like a streaming flow's failure
             self._failed(flow, exc, executor)
         flow.result.add(part)
+
+
+def _running_part(flow: _Flow, progresses: list[Any]) -> FlowResult:
+    """What a running flow's micro-batches ``progresses`` did: rows read, and (from the query's observed metrics)
+    rows written and dropped by expectations."""
+    part = _part(flow.result)
+    part.batches = len(progresses)
+    part.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
+    name = observation_name(flow.key)
+    observed = sum_observed([dict(p.observedMetrics[name].asDict()) for p in progresses
+                             if p.observedMetrics.get(name)])
+    if observed:
+        part.dropped_records = int(observed.get("dropped") or 0)
+        part.num_output_rows = int(observed.get("total") or 0) - part.dropped_records
+    return part
 
 
 def _part(result: FlowResult) -> FlowResult:

@@ -280,7 +280,7 @@ class FlowExecutor:
                                 "batch DataFrame", code="FLOW_NOT_STREAMING")
         path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
-        name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
+        name = observation_name(self.key)
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, observation_name=name)
         self._prepare_table(path, out)
@@ -323,7 +323,7 @@ class FlowExecutor:
         if not df.isStreaming:
             raise PipelineError(f"flow '{self.flow.name}' into sink '{self.sink.name}' must be streaming",
                                 code="FLOW_NOT_STREAMING")
-        name = f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', self.key)}"
+        name = observation_name(self.key)
         out, observation = apply_expectations(df, (), dataset=self.sink.name, flow=self.flow.name,
                                               observation_name=name)
         writer = (out.writeStream.option("checkpointLocation", checkpoint).trigger(**self.trigger)
@@ -531,3 +531,8 @@ def _names(router: ReadRouter, registry: Any) -> Any:
 
     spec = router.env.spec
     return NameResolver(frozenset(registry.datasets), spec.schema, spec.catalog)
+
+
+def observation_name(key: str) -> str:
+    """The name of the observed metrics (rows in, dropped, failed per expectation) of flow ``key``'s query."""
+    return f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', key)}"

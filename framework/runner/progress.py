@@ -61,6 +61,9 @@ class ProgressListener:
     def flow_retrying(self, flow: FlowEvent, reason: str, error: BaseException) -> None:
         """The flow failed in a way that a second attempt can fix (Auto Loader widened its schema)."""
 
+    def flow_running(self, flow: FlowEvent, result: FlowResult) -> None:
+        """A continuous flow's micro-batches since its last report (``result`` counts only them)."""
+
     def flow_completed(self, flow: FlowEvent, result: FlowResult, position: int, total: int) -> None:
         """The flow committed its output."""
 
@@ -191,6 +194,13 @@ class EventLogListener(ProgressListener):
     @override
     def flow_retrying(self, flow: FlowEvent, reason: str, error: BaseException) -> None:
         self._flow(flow, "RETRYING", f"Flow '{flow.name}' is RETRYING: {reason}.", level="WARN")
+
+    @override
+    def flow_running(self, flow: FlowEvent, result: FlowResult) -> None:
+        details: dict[str, Any] = {"status": "RUNNING", "batches": result.batches, **self._progress(result)}
+        self._events.emit("flow_progress", f"Flow '{flow.name}' is RUNNING: {result.batches} micro-batch(es) "
+                          "since the last report.", flow_name=flow.name, dataset_name=flow.target, details=details)
+        self._events.commit_soon()
 
     @override
     def flow_completed(self, flow: FlowEvent, result: FlowResult, position: int, total: int) -> None:

@@ -3,6 +3,7 @@ with the summary and the event log closed, and the next triggered update continu
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -47,11 +48,21 @@ def _wait_for(check: Any, seconds: float = 90.0) -> None:
     raise AssertionError("the continuous update did not get there in time")
 
 
+def _running(spark: SparkSession, spec: Any, flow: str) -> list[dict[str, Any]]:
+    """The details of the flow's RUNNING flow_progress events in the event log so far."""
+    if not has_commit(spec.events_dir):
+        return []
+    events = spark.read.format("delta").load(str(spec.events_dir)).where(
+        f"event_type = 'flow_progress' AND origin.flow_name = '{flow}' AND message LIKE '%is RUNNING: %'")
+    return [json.loads(r.details)["flow_progress"] for r in events.collect()]
+
+
 def test_continuous_update_runs_until_stopped_and_the_next_continues(spark: SparkSession, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     write_json_lines(landing, "a.json", ['{"id": 1, "amount": 5}', '{"id": 2, "amount": -1}'])
     spec = make_pipeline(tmp_path, {"p.py": PIPELINE}, {"landing": str(landing),
-                                                        "pipelines.trigger.interval": "1 second"})
+                                                        "pipelines.trigger.interval": "1 second",
+                                                        "medallion.continuous.progressEventSeconds": "1"})
     stop = threading.Event()
     box: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.update(result=run_update(
@@ -69,6 +80,8 @@ def test_continuous_update_runs_until_stopped_and_the_next_continues(spark: Spar
         _wait_for(lambda: total_is(1))  # the triggered pass
         write_json_lines(landing, "b.json", ['{"id": 3, "amount": 7}', '{"id": 4, "amount": 8}'])
         _wait_for(lambda: total_is(3))  # picked up while running: stream, then the view's refresh
+        # and the event log gets RUNNING progress of the streams that moved rows (b.json's two rows)
+        _wait_for(lambda: sum(d["metrics"].get("num_output_rows", 0) for d in _running(spark, spec, "raw")) == 2)
         assert worker.is_alive()
     finally:
         stop.set()
@@ -82,9 +95,54 @@ def test_continuous_update_runs_until_stopped_and_the_next_continues(spark: Spar
     events = spark.read.format("delta").load(str(spec.events_dir))
     states = [r.message for r in events.where("event_type = 'update_progress'").orderBy("timestamp").collect()]
     assert states[-1].endswith("is COMPLETED.")
+    assert all(d["status"] == "RUNNING" and d["batches"] >= 1 for d in _running(spark, spec, "raw"))
 
     write_json_lines(landing, "c.json", ['{"id": 5, "amount": 1}'])
     after = run_update(spec, UpdateOptions(), spark=spark)  # triggered: only what came after the stop
     assert after.succeeded and after.flow("raw").num_output_rows == 1
     ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "raw")).collect())
     assert ids == [1, 2, 3, 4, 5]  # every row exactly once
+
+
+SLOW = """
+import time
+import dlt
+from pyspark.sql import functions as F
+
+@F.udf("double")
+def slowly(amount):
+    time.sleep(1.5)
+    return amount
+
+@dlt.table
+def raw():
+    return (spark.readStream.format("json").schema("id BIGINT, amount DOUBLE").load(spark.conf.get("landing"))
+            .withColumn("amount", slowly("amount")))
+"""
+
+
+def test_a_stop_lets_the_micro_batch_in_flight_commit(spark: SparkSession, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "a.json", ['{"id": 1, "amount": 5}'])
+    spec = make_pipeline(tmp_path, {"p.py": SLOW}, {"landing": str(landing), "pipelines.trigger.interval": "1 second"})
+    stop = threading.Event()
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: box.update(result=run_update(
+        spec, UpdateOptions(continuous=True, stop=stop), spark=spark)))
+    worker.start()
+    checkpoint = spec.checkpoints_dir / "raw" / "raw"
+    try:
+        _wait_for(lambda: (checkpoint / "commits" / "0").exists())  # the triggered pass
+        write_json_lines(landing, "b.json", ['{"id": 2, "amount": 6}', '{"id": 3, "amount": 7}'])
+        in_flight = [b for b in range(1, 5)]
+        _wait_for(lambda: any((checkpoint / "offsets" / str(b)).exists() for b in in_flight))
+        batch = next(b for b in in_flight if (checkpoint / "offsets" / str(b)).exists())
+        assert not (checkpoint / "commits" / str(batch)).exists()  # the batch runs (its rows take 3 s)
+    finally:
+        stop.set()  # a graceful stop: the batch gets its grace period
+        worker.join(timeout=120)
+    assert not worker.is_alive() and box["result"].succeeded, box["result"].error
+    assert (checkpoint / "commits" / str(batch)).exists()  # committed, not rolled back
+    ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "raw")).collect())
+    assert ids == [1, 2, 3]
+    assert run_update(spec, UpdateOptions(), spark=spark).flow("raw").num_output_rows in (0, None)
