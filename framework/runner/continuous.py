@@ -4,7 +4,8 @@ is stopped, as a continuous Databricks pipeline does.
 - Streaming flows (streaming tables, append flows, APPLY CHANGES, sinks) run as streaming queries with a
   processing-time trigger: ``pipelines.trigger.interval`` from the dataset's ``spark_conf`` or table
   properties, then the pipeline configuration, else Databricks' default of 5 seconds.
-- Materialized views are recomputed on their interval (default 1 minute) when one of their inputs changed.
+- A materialized view is recomputed as soon as one of its inputs has a new Delta version (its inputs' logs are
+  looked at every 0.1 s, without Spark), at most once per its interval (default 1 minute).
 - A failing flow is retried with exponential backoff (events RETRYING); after ``pipelines.maxFlowRetryAttempts``
   (default 3) failures in a row it stops the update with its cause. The other flows keep running meanwhile.
 - Every ``medallion.continuous.progressEventSeconds`` (default 60) each streaming flow that moved rows gets a
@@ -127,19 +128,18 @@ class ContinuousRun:
                     flow.thread.join()
 
     def _loop(self, next_refresh: dict[str, float]) -> None:
-        """Refresh the materialized views on their intervals, and report the streams' progress, until the run
-        stops."""
+        """Refresh each materialized view as soon as an input changed (a look at the inputs' Delta logs every
+        0.1 s, no Spark), at most once per its interval; report the streams' progress; until the run stops."""
         next_event = time.monotonic() + self.event_s
         while not self._stop.is_set():
             now = time.monotonic()
             for flow in self.views:
-                if now >= next_refresh[flow.key]:
-                    self._refresh(flow)
+                if now >= next_refresh[flow.key] and self._refresh(flow):
                     next_refresh[flow.key] = now + interval_seconds(flow.interval)
             if now >= next_event:
                 self._report_progress()
                 next_event = now + self.event_s
-            self._stop.wait(0.5)
+            self._stop.wait(0.1)
 
     def _report_progress(self) -> None:
         """A RUNNING ``flow_progress`` event per streaming flow whose micro-batches moved rows since the last."""
@@ -211,14 +211,15 @@ class ContinuousRun:
         self._stop.wait(backoff)
         return True
 
-    def _refresh(self, flow: _Flow) -> None:
-        """Recompute a materialized view when one of its inputs changed since its last refresh."""
+    def _refresh(self, flow: _Flow) -> bool:
+        """Recompute a materialized view when one of its inputs changed since its last refresh; True if it ran."""
         registry = self.graph.registry
         inputs = self.graph.inputs.get(flow.key, [])
         versions = {name: latest_version(self.router.env.table_path(registry, name)) for name in inputs}
+        versions = {k: v for k, v in versions.items() if v is not None}
         if versions == flow.versions:
-            return
-        flow.versions = {k: v for k, v in versions.items() if v is not None}
+            return False
+        flow.versions = versions
         executor = FlowExecutor(self.router, self.graph, flow.key)
         part = _part(flow.result)
         try:
@@ -227,6 +228,7 @@ class ContinuousRun:
         except Exception as exc:  # retried on the next interval, counted like a streaming flow's failure
             self._failed(flow, exc, executor)
         flow.result.add(part)
+        return True
 
 
 def _running_part(flow: _Flow, progresses: list[Any]) -> FlowResult:

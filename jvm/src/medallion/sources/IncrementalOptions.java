@@ -45,7 +45,7 @@ final class IncrementalOptions implements Serializable {
     numPartitions = (int) positive(given, "numpartitions", 1);
   }
 
-  /** The options of a read; a {@link SourceException.Options} naming every problem. */
+  /** The options of a read; a {@link SourceException} (INVALID_SOURCE_OPTIONS) naming every problem. */
   static IncrementalOptions parse(Map<String, String> options) {
     Map<String, String> given = new java.util.HashMap<>();
     options.forEach((k, v) -> given.put(k.toLowerCase(Locale.ROOT), v));
@@ -73,7 +73,7 @@ final class IncrementalOptions implements Serializable {
       }
     }
     if (!problems.isEmpty()) {
-      throw new SourceException.Options(problems.size() + " problem(s) in the options of the jdbc_incremental "
+      throw SourceException.options(problems.size() + " problem(s) in the options of the jdbc_incremental "
           + "source: " + String.join("; ", problems));
     }
     return new IncrementalOptions(given);

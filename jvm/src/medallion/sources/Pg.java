@@ -79,7 +79,7 @@ final class Pg {
       throw SourceException.of(e, "describe " + options.shortRelation(), options);
     }
     if (columns.isEmpty()) {
-      throw new SourceException.Query(options.shortRelation() + " has no columns");
+      throw SourceException.query(options.shortRelation() + " has no columns");
     }
     return columns;
   }

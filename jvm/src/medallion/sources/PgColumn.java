@@ -73,7 +73,7 @@ final class PgColumn implements Serializable {
     if (sparkType == DataTypes.DateType || sparkType == DataTypes.TimestampType) {
       return "time";
     }
-    throw new SourceException.Options("watermark column '" + name + "' is " + dbType + ": it must be a timestamp, "
+    throw SourceException.options("watermark column '" + name + "' is " + dbType + ": it must be a timestamp, "
         + "date, integer or numeric column");
   }
 
@@ -87,7 +87,7 @@ final class PgColumn implements Serializable {
       int p = Integer.parseInt(numeric.group(1));
       int s = numeric.group(2) == null ? 0 : Integer.parseInt(numeric.group(2));
       if (p > 38 || s < 0 || s > p) {
-        throw new SourceException.Options("column '" + name + "' is " + dbType + ": Spark decimals hold at most 38 "
+        throw SourceException.options("column '" + name + "' is " + dbType + ": Spark decimals hold at most 38 "
             + "digits with a scale from 0 to the precision; cast it in a 'query'");
       }
       return DataTypes.createDecimalType(p, s);
@@ -95,7 +95,7 @@ final class PgColumn implements Serializable {
     String base = MODIFIER.matcher(text).replaceAll("").trim();
     DataType simple = SIMPLE.get(base);
     if (simple == null || text.endsWith("[]")) {
-      throw new SourceException.Options("column '" + name + "' has the unsupported type " + dbType + ": cast it to "
+      throw SourceException.options("column '" + name + "' has the unsupported type " + dbType + ": cast it to "
           + "a supported type in a 'query' option (integers, numeric, text, boolean, date, timestamp, json, uuid, "
           + "bytea)");
     }

@@ -42,7 +42,7 @@ final class ReadPlan implements Serializable {
     PgColumn watermark = find(columns, options);
     String kind = watermark.watermarkKind();
     if (options.lookback != null && options.lookbackIsInterval() != kind.equals("time")) {
-      throw new SourceException.Options("'lookback' must be " + (kind.equals("time") ? "an interval such as "
+      throw SourceException.options("'lookback' must be " + (kind.equals("time") ? "an interval such as "
           + "'2 hours'" : "a number") + " for the " + watermark.dbType + " column '" + watermark.name + "'");
     }
     String start = null;
@@ -65,7 +65,7 @@ final class ReadPlan implements Serializable {
       }
       names.add(c.name);
     }
-    throw new SourceException.Options("watermarkColumn '" + options.watermarkColumn + "' is not a column of "
+    throw SourceException.options("watermarkColumn '" + options.watermarkColumn + "' is not a column of "
         + options.shortRelation() + " (columns: " + String.join(", ", names) + ")");
   }
 

@@ -26,7 +26,7 @@ final class WatermarkOffset extends Offset {
     Matcher w = WATERMARK.matcher(json);
     Matcher n = NULL_ROWS.matcher(json);
     if (!w.find()) {
-      throw new SourceException.Options("not a jdbc_incremental offset: " + json);
+      throw SourceException.options("not a jdbc_incremental offset: " + json);
     }
     String value = w.group(2) == null ? null : w.group(2).replace("\\\"", "\"").replace("\\\\", "\\");
     return new WatermarkOffset(value, n.find() ? Long.parseLong(n.group(1)) : 0);
