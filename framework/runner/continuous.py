@@ -215,8 +215,8 @@ class ContinuousRun:
         """Recompute a materialized view when one of its inputs changed since its last refresh; True if it ran."""
         registry = self.graph.registry
         inputs = self.graph.inputs.get(flow.key, [])
-        versions = {name: latest_version(self.router.env.table_path(registry, name)) for name in inputs}
-        versions = {k: v for k, v in versions.items() if v is not None}
+        found = {name: latest_version(self.router.env.table_path(registry, name)) for name in inputs}
+        versions = {k: v for k, v in found.items() if v is not None}
         if versions == flow.versions:
             return False
         flow.versions = versions
