@@ -183,7 +183,7 @@ def _sample(sample: ContinuousSample, started: float, landed: int) -> dict[str, 
     jvm.java.lang.System.gc()
     pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
     after_gc = sum(p.getCollectionUsage().getUsed() for p in pools
-                   if p.getType().toString() == "HEAP" and p.getCollectionUsage() is not None)
+                   if p.getType().name() == "HEAP" and p.getCollectionUsage() is not None)
     silver = sample.spark.read.format("delta").load(str(sample.table(SILVER))).count()
     storage = sample.storage
     return {

@@ -5,7 +5,8 @@ is stopped, as a continuous Databricks pipeline does.
   processing-time trigger: ``pipelines.trigger.interval`` from the dataset's ``spark_conf`` or table
   properties, then the pipeline configuration, else Databricks' default of 5 seconds.
 - A materialized view is recomputed as soon as one of its inputs has a new Delta version (its inputs' logs are
-  looked at every 0.1 s, without Spark), at most once per its interval (default 1 minute).
+  looked at every 0.1 s, without Spark), at most once per its interval (default 1 minute), each view in a
+  thread of its own (one view's recompute never waits for another's).
 - A failing flow is retried with exponential backoff (events RETRYING); after ``pipelines.maxFlowRetryAttempts``
   (default 3) failures in a row it stops the update with its cause. The other flows keep running meanwhile.
 - Every ``medallion.continuous.progressEventSeconds`` (default 60) each streaming flow that moved rows gets a
@@ -109,36 +110,40 @@ class ContinuousRun:
 
     def run(self) -> None:
         """Run until :meth:`stop` (or a flow that keeps failing); returns when every query has stopped."""
-        for flow in self.streams:
-            flow.thread = threading.Thread(target=self._keep_running, args=(flow,), daemon=True,
-                                           name=f"medallion-{flow.key}")
+        for flow, work in [*((f, self._keep_running) for f in self.streams),
+                           *((f, self._keep_refreshing) for f in self.views)]:
+            flow.thread = threading.Thread(target=work, args=(flow,), daemon=True, name=f"medallion-{flow.key}")
             flow.thread.start()
-        next_refresh = {flow.key: 0.0 for flow in self.views}
         try:
             with ticking(self.router.spark, self.listener):
-                self._loop(next_refresh)
+                self._loop()
             self._stop_queries(self._grace_s)
         except KeyboardInterrupt:  # a second Ctrl-C / SIGTERM: stop at once (a batch in flight is rolled back)
             self._stop.set()
+            self.router.spark.sparkContext.cancelAllJobs()  # a view's overwrite: the old version stays
             self._stop_queries(0.0)
             raise
         finally:
-            for flow in self.streams:
+            for flow in [*self.streams, *self.views]:
                 if flow.thread is not None:
                     flow.thread.join()
 
-    def _loop(self, next_refresh: dict[str, float]) -> None:
-        """Refresh each materialized view as soon as an input changed (a look at the inputs' Delta logs every
-        0.1 s, no Spark), at most once per its interval; report the streams' progress; until the run stops."""
+    def _loop(self) -> None:
+        """Report the streams' progress every ``progressEventSeconds`` until the run stops."""
         next_event = time.monotonic() + self.event_s
+        while not self._stop.wait(0.5):
+            if time.monotonic() >= next_event:
+                self._report_progress()
+                next_event = time.monotonic() + self.event_s
+
+    def _keep_refreshing(self, flow: _Flow) -> None:
+        """Refresh one materialized view, in a thread of its own, as soon as an input changed (a look at the
+        inputs' Delta logs every 0.1 s, no Spark), at most once per its interval, until the run stops."""
+        next_refresh = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
-            for flow in self.views:
-                if now >= next_refresh[flow.key] and self._refresh(flow):
-                    next_refresh[flow.key] = now + interval_seconds(flow.interval)
-            if now >= next_event:
-                self._report_progress()
-                next_event = now + self.event_s
+            if now >= next_refresh and self._refresh(flow):
+                next_refresh = now + interval_seconds(flow.interval)
             self._stop.wait(0.1)
 
     def _report_progress(self) -> None:
