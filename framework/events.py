@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class EventLog:
     _seq: int = 0
     _instance: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _write_lock: threading.Lock = field(default_factory=threading.Lock)  # one commit at a time
+    min_commit_interval_s: float = 0.0  # the background writer's least time between two commits
     _wake: threading.Condition = field(default_factory=threading.Condition)
     _wanted: bool = False
     _closing: bool = False
@@ -172,10 +174,14 @@ class EventLog:
         return written
 
     def _write_loop(self, spark: SparkSession) -> None:
+        last = float("-inf")
         while True:
             with self._wake:
                 while not self._wanted and not self._closing:
                     self._wake.wait()
+                # no sooner than min_commit_interval_s after the last commit (close() does not wait)
+                while not self._closing and (left := self.min_commit_interval_s - (time.monotonic() - last)) > 0:
+                    self._wake.wait(left)
                 closing, self._wanted = self._closing, False
             if closing:
                 return
@@ -183,6 +189,7 @@ class EventLog:
                 self.flush(spark)
             except Exception as exc:  # kept and raised by close(); the events stay pending
                 self.write_error = self.write_error or exc
+            last = time.monotonic()
 
 
 def _append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> None:

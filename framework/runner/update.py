@@ -150,12 +150,17 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         continuous = options.continuous if options.continuous is not None else spec.continuous
         if continuous and not any(f.status == "FAILED" for f in result.flows):
             publish_tables(env, graph)  # readable while the update runs
+            # a commit of the event log every few seconds at most: not one per micro-batch for hours
+            events.min_commit_interval_s = float(spec.configuration.get(EVENT_COMMIT_KEY, "10"))
             _run_continuously(router, graph, selected, listener, execution, options)
         refused = publish_tables(env, graph)
         if refused:
             names = ", ".join(f"'{t.name}' ({t.path})" for t in refused)
             listener.note(f"not registered in the local catalog (Spark's local catalog allows only letters, digits "
                           f"and _ in table names): {names}; read them with spark.read.format('delta').load(path)")
+
+
+EVENT_COMMIT_KEY = "medallion.continuous.eventLogCommitSeconds"
 
 
 def _run_continuously(router: ReadRouter, graph: PipelineGraph, selected: set[str], listener: ProgressListener,

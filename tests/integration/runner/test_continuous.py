@@ -62,7 +62,8 @@ def test_continuous_update_runs_until_stopped_and_the_next_continues(spark: Spar
     write_json_lines(landing, "a.json", ['{"id": 1, "amount": 5}', '{"id": 2, "amount": -1}'])
     spec = make_pipeline(tmp_path, {"p.py": PIPELINE}, {"landing": str(landing),
                                                         "pipelines.trigger.interval": "1 second",
-                                                        "medallion.continuous.progressEventSeconds": "1"})
+                                                        "medallion.continuous.progressEventSeconds": "1",
+                                                        "medallion.continuous.eventLogCommitSeconds": "2"})
     stop = threading.Event()
     box: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.update(result=run_update(
