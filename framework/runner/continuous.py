@@ -137,9 +137,12 @@ class ContinuousRun:
                 next_event = time.monotonic() + self.event_s
 
     def _keep_refreshing(self, flow: _Flow) -> None:
-        """Refresh one materialized view, in a thread of its own, as soon as an input changed (a look at the
-        inputs' Delta logs every 0.1 s, no Spark), at most once per its interval, until the run stops."""
-        next_refresh = 0.0
+        """Refresh one materialized view (or snapshot or once flow), in a thread of its own, as soon as an input
+        changed (a look at the inputs' Delta logs every 0.1 s, no Spark), at most once per its interval, until
+        the run stops. A view that reads no pipeline dataset, or an external table, refreshes on every interval
+        instead: its inputs' changes cannot be seen."""
+        flow.versions = self._versions(flow)  # what the triggered pass read
+        next_refresh = time.monotonic() + interval_seconds(flow.interval) if self._blind(flow) else 0.0
         while not self._stop.is_set():
             now = time.monotonic()
             if now >= next_refresh and self._refresh(flow):
@@ -216,13 +219,22 @@ class ContinuousRun:
         self._stop.wait(backoff)
         return True
 
-    def _refresh(self, flow: _Flow) -> bool:
-        """Recompute a materialized view when one of its inputs changed since its last refresh; True if it ran."""
+    def _versions(self, flow: _Flow) -> dict[str, int]:
+        """The newest Delta version of each pipeline dataset the flow reads (from the logs, no Spark)."""
         registry = self.graph.registry
-        inputs = self.graph.inputs.get(flow.key, [])
-        found = {name: latest_version(self.router.env.table_path(registry, name)) for name in inputs}
-        versions = {k: v for k, v in found.items() if v is not None}
-        if versions == flow.versions:
+        found = {name: latest_version(self.router.env.table_path(registry, name))
+                 for name in self.graph.inputs.get(flow.key, [])}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def _blind(self, flow: _Flow) -> bool:
+        """True when the flow's input changes cannot be seen: it reads no pipeline dataset, or external tables."""
+        return not self.graph.inputs.get(flow.key) or bool(self.graph.external.get(flow.key))
+
+    def _refresh(self, flow: _Flow) -> bool:
+        """Recompute a materialized view when one of its inputs changed since its last refresh (a blind one:
+        always); True if it ran."""
+        versions = self._versions(flow)
+        if versions == flow.versions and not self._blind(flow):
             return False
         flow.versions = versions
         executor = FlowExecutor(self.router, self.graph, flow.key)

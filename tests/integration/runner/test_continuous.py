@@ -147,3 +147,33 @@ def test_a_stop_lets_the_micro_batch_in_flight_commit(spark: SparkSession, tmp_p
     ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "raw")).collect())
     assert ids == [1, 2, 3]
     assert run_update(spec, UpdateOptions(), spark=spark).flow("raw").num_output_rows in (0, None)
+
+
+FILES_VIEW = """
+import dlt
+
+@dlt.table
+def prices():  # a materialized view over files: the runner cannot see them change, so it refreshes on its interval
+    return spark.read.format("json").schema("sku STRING, price DOUBLE").load(spark.conf.get("landing"))
+"""
+
+
+def test_a_view_over_files_refreshes_on_its_interval(spark: SparkSession, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "a.json", ['{"sku": "x", "price": 1.5}'])
+    spec = make_pipeline(tmp_path, {"p.py": FILES_VIEW}, {"landing": str(landing),
+                                                          "pipelines.trigger.interval": "1 second"})
+    stop = threading.Event()
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: box.update(result=run_update(
+        spec, UpdateOptions(continuous=True, stop=stop), spark=spark)))
+    worker.start()
+    prices = spec.tables_dir / "prices"
+    try:
+        _wait_for(lambda: has_commit(prices))
+        write_json_lines(landing, "b.json", ['{"sku": "y", "price": 2.5}'])
+        _wait_for(lambda: spark.read.format("delta").load(str(prices)).count() == 2)
+    finally:
+        stop.set()
+        worker.join(timeout=120)
+    assert box["result"].succeeded, box["result"].error
