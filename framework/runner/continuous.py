@@ -125,8 +125,10 @@ class ContinuousRun:
             raise
         finally:
             for flow in [*self.streams, *self.views]:
-                if flow.thread is not None:
-                    flow.thread.join()
+                while flow.thread is not None and flow.thread.is_alive():
+                    flow.thread.join(1.0)
+                    if flow.thread.is_alive() and flow in self.streams:
+                        self._stop_queries(0.0)  # a retry that started its query while the others stopped
 
     def _loop(self) -> None:
         """Report the streams' progress every ``progressEventSeconds`` until the run stops."""
