@@ -22,7 +22,7 @@ from framework.runner.delta_log import has_commit, latest_metadata
 from framework.runner.query import call_query_function
 from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
 from framework.runner.results import FlowResult, source_offsets
-from framework.runner.streams import output_mode, start_query
+from framework.runner.streams import clear_partial_writes, output_mode, start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -224,6 +224,12 @@ class FlowExecutor:
                 line=self.dataset.location.line)
         return df.select(*columns)
 
+    def _checkpoint(self) -> str:
+        """The flow's streaming checkpoint, cleared of what a killed update left half-written in its logs."""
+        checkpoint = self.env.checkpoint_path(self.flow)
+        clear_partial_writes(checkpoint)
+        return checkpoint
+
     def _delta_options(self) -> dict[str, str]:
         if self.dataset is None:
             return {}
@@ -284,7 +290,7 @@ class FlowExecutor:
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, observation_name=name)
         self._prepare_table(path, out)
-        checkpoint = self.env.checkpoint_path(self.flow)
+        checkpoint = self._checkpoint()
 
         mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
         writer = (out.writeStream.format("delta").outputMode(mode)
@@ -319,7 +325,7 @@ class FlowExecutor:
     def _run_sink(self, result: FlowResult) -> None:
         assert self.sink is not None
         df = self._query()
-        checkpoint = self.env.checkpoint_path(self.flow)
+        checkpoint = self._checkpoint()
         if not df.isStreaming:
             raise PipelineError(f"flow '{self.flow.name}' into sink '{self.sink.name}' must be streaming",
                                 code="FLOW_NOT_STREAMING")
@@ -358,7 +364,7 @@ class FlowExecutor:
         assert spec is not None and self.dataset is not None
         path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
-        checkpoint = self.env.checkpoint_path(self.flow)
+        checkpoint = self._checkpoint()
         target = ApplyChangesTarget(self.env.spark, spec, self.dataset.name, path,
                                     self._cdc_state_path(), target_schema=self.dataset.schema)
         target.check_compatible()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.runner.session import session_conf
@@ -53,6 +54,23 @@ def only_deduplicates(df: DataFrame) -> bool:
         return False
     names = plan_operators(df)
     return bool(names & _EVICTING) and names <= _EVICTING | _STATELESS
+
+
+def clear_partial_writes(checkpoint: str | Path) -> list[Path]:
+    """Remove what a killed process left half-written in a streaming checkpoint's logs: Spark writes each
+    ``offsets/<n>`` and ``commits/<n>`` file as ``.<n>.<uuid>.tmp`` (and its ``.crc``) and renames it into
+    place, so a temporary file is never a committed entry. Left there, Spark counts it as an existing log:
+    a stateful query whose first offsets write was killed then fails on every later start with
+    ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``. Safe only with no query running on the checkpoint (the
+    update lock). Returns the files removed."""
+    removed = []
+    for log in ("offsets", "commits"):
+        folder = Path(checkpoint) / log
+        for path in folder.glob(".*.tmp*") if folder.is_dir() else ():
+            if path.name.endswith((".tmp", ".tmp.crc")):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def start_query(df: DataFrame, start: Callable[[], Any]) -> Any:
