@@ -26,26 +26,27 @@ class _Recorded(EventLog):
         return len(pending)
 
 
-def test_commits_are_spaced_by_the_least_interval_and_close_writes_the_rest() -> None:
-    log = _Recorded(0.4)
+def _written(log: _Recorded, events: int, gap_s: float, last: bool = False) -> _Recorded:
+    """``events`` events, each followed by a commit request and ``gap_s`` of waiting, then (``last``) one more
+    event and the log closed."""
     log.start_writer(None)  # type: ignore[arg-type]
-    for i in range(6):
+    for i in range(events):
         log.emit("flow_progress", f"event {i}")
         log.commit_soon()
-        time.sleep(0.1)
-    log.emit("update_progress", "last")
+        time.sleep(gap_s)
+    if last:
+        log.emit("update_progress", "last")
     log.close(None)  # type: ignore[arg-type]
+    return log
+
+
+def test_commits_are_spaced_by_the_least_interval_and_close_writes_the_rest() -> None:
+    log = _written(_Recorded(0.4), events=6, gap_s=0.1, last=True)
     assert sum(n for _, n in log.commits) == 7  # every event written once
     times = [t for t, _ in log.commits]
     assert len(times) >= 2 and all(b - a >= 0.39 for a, b in pairwise(times[:-1]))  # the last: close()
 
 
 def test_without_an_interval_each_request_commits() -> None:
-    log = _Recorded(0.0)
-    log.start_writer(None)  # type: ignore[arg-type]
-    for i in range(3):
-        log.emit("flow_progress", f"event {i}")
-        log.commit_soon()
-        time.sleep(0.2)
-    log.close(None)  # type: ignore[arg-type]
+    log = _written(_Recorded(0.0), events=3, gap_s=0.2)
     assert [n for _, n in log.commits] == [1, 1, 1]

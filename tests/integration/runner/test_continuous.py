@@ -48,6 +48,30 @@ def _wait_for(check: Any, seconds: float = 90.0) -> None:
     raise AssertionError("the continuous update did not get there in time")
 
 
+class _Continuous:
+    """A continuous update in a thread while the ``with`` block runs; leaving the block stops it (gracefully) and
+    waits for its result."""
+
+    def __init__(self, spec: Any, spark: SparkSession) -> None:
+        self.stop = threading.Event()
+        self.box: dict[str, Any] = {}
+        self.worker = threading.Thread(target=lambda: self.box.update(result=run_update(
+            spec, UpdateOptions(continuous=True, stop=self.stop), spark=spark)))
+        self.worker.start()
+
+    def __enter__(self) -> _Continuous:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.worker.join(timeout=120)
+        assert not self.worker.is_alive(), "the continuous update did not stop"
+
+    @property
+    def result(self) -> Any:
+        return self.box["result"]
+
+
 def _running(spark: SparkSession, spec: Any, flow: str) -> list[dict[str, Any]]:
     """The details of the flow's RUNNING flow_progress events in the event log so far."""
     if not has_commit(spec.events_dir):
@@ -64,11 +88,7 @@ def test_continuous_update_runs_until_stopped_and_the_next_continues(spark: Spar
                                                         "pipelines.trigger.interval": "1 second",
                                                         "medallion.continuous.progressEventSeconds": "1",
                                                         "medallion.continuous.eventLogCommitSeconds": "2"})
-    stop = threading.Event()
-    box: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: box.update(result=run_update(
-        spec, UpdateOptions(continuous=True, stop=stop), spark=spark)))
-    worker.start()
+    run = _Continuous(spec, spark)
     total = spec.tables_dir / "total"
 
     def total_is(n: int) -> bool:
@@ -77,18 +97,14 @@ def test_continuous_update_runs_until_stopped_and_the_next_continues(spark: Spar
         rows = spark.read.format("delta").load(str(total)).collect()
         return bool(rows) and rows[0]["n"] == n
 
-    try:
+    with run:
         _wait_for(lambda: total_is(1))  # the triggered pass
         write_json_lines(landing, "b.json", ['{"id": 3, "amount": 7}', '{"id": 4, "amount": 8}'])
         _wait_for(lambda: total_is(3))  # picked up while running: stream, then the view's refresh
         # and the event log gets RUNNING progress of the streams that moved rows (b.json's two rows)
         _wait_for(lambda: sum(d["metrics"].get("num_output_rows", 0) for d in _running(spark, spec, "raw")) == 2)
-        assert worker.is_alive()
-    finally:
-        stop.set()
-        worker.join(timeout=120)
-    assert not worker.is_alive()
-    result = box["result"]
+        assert run.worker.is_alive()
+    result = run.result
     assert result.succeeded, result.error or [f.error for f in result.flows]
     assert result.flow("raw").num_output_rows == 4
     assert result.flow("clean").dropped_records == 1
@@ -126,23 +142,17 @@ def test_a_stop_lets_the_micro_batch_in_flight_commit(spark: SparkSession, tmp_p
     landing = tmp_path / "landing"
     write_json_lines(landing, "a.json", ['{"id": 1, "amount": 5}'])
     spec = make_pipeline(tmp_path, {"p.py": SLOW}, {"landing": str(landing), "pipelines.trigger.interval": "1 second"})
-    stop = threading.Event()
-    box: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: box.update(result=run_update(
-        spec, UpdateOptions(continuous=True, stop=stop), spark=spark)))
-    worker.start()
+    run = _Continuous(spec, spark)
     checkpoint = spec.checkpoints_dir / "raw" / "raw"
-    try:
+    with run:
         _wait_for(lambda: (checkpoint / "commits" / "0").exists())  # the triggered pass
         write_json_lines(landing, "b.json", ['{"id": 2, "amount": 6}', '{"id": 3, "amount": 7}'])
         in_flight = [b for b in range(1, 5)]
         _wait_for(lambda: any((checkpoint / "offsets" / str(b)).exists() for b in in_flight))
         batch = next(b for b in in_flight if (checkpoint / "offsets" / str(b)).exists())
         assert not (checkpoint / "commits" / str(batch)).exists()  # the batch runs (its rows take 3 s)
-    finally:
-        stop.set()  # a graceful stop: the batch gets its grace period
-        worker.join(timeout=120)
-    assert not worker.is_alive() and box["result"].succeeded, box["result"].error
+    # leaving the block stops the update gracefully: the batch gets its grace period
+    assert run.result.succeeded, run.result.error
     assert (checkpoint / "commits" / str(batch)).exists()  # committed, not rolled back
     ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "raw")).collect())
     assert ids == [1, 2, 3]
@@ -163,17 +173,10 @@ def test_a_view_over_files_refreshes_on_its_interval(spark: SparkSession, tmp_pa
     write_json_lines(landing, "a.json", ['{"sku": "x", "price": 1.5}'])
     spec = make_pipeline(tmp_path, {"p.py": FILES_VIEW}, {"landing": str(landing),
                                                           "pipelines.trigger.interval": "1 second"})
-    stop = threading.Event()
-    box: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: box.update(result=run_update(
-        spec, UpdateOptions(continuous=True, stop=stop), spark=spark)))
-    worker.start()
+    run = _Continuous(spec, spark)
     prices = spec.tables_dir / "prices"
-    try:
+    with run:
         _wait_for(lambda: has_commit(prices))
         write_json_lines(landing, "b.json", ['{"sku": "y", "price": 2.5}'])
         _wait_for(lambda: spark.read.format("delta").load(str(prices)).count() == 2)
-    finally:
-        stop.set()
-        worker.join(timeout=120)
-    assert box["result"].succeeded, box["result"].error
+    assert run.result.succeeded, run.result.error
