@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from framework.declarations import DatasetKind, FlowKind
-from framework.quality.engine import sum_observed
+from framework.quality.engine import metrics_from_row, sum_observed
 from framework.registry import normalize_name
 from framework.runner.delta_log import latest_version
 from framework.runner.flows import FlowExecutor, observation_name, timed_run
@@ -260,8 +260,8 @@ def _running_part(flow: _Flow, progresses: list[Any]) -> FlowResult:
     observed = sum_observed([dict(p.observedMetrics[name].asDict()) for p in progresses
                              if p.observedMetrics.get(name)])
     if observed:
-        part.dropped_records = int(observed.get("dropped") or 0)
-        part.num_output_rows = int(observed.get("total") or 0) - part.dropped_records
+        quality = metrics_from_row(observed, (), flow.result.target)
+        part.num_output_rows, part.dropped_records = quality.output_rows, quality.dropped_records
     return part
 
 

@@ -166,17 +166,13 @@ def _split_points(plan: SourcePlan, lower: str | None, upper: str) -> list[str]:
     column when the relation is a table with statistics (ranges then hold about as many rows each, even when
     the values are skewed: rows updated long after the others), else evenly spaced values."""
     col, rel, parts = plan.watermark, plan.options.relation, plan.options.num_partitions
-    if not rel.startswith("("):
-        with pgclient.connection(plan.options) as conn, conn.cursor() as cur:
+    with pgclient.connection(plan.options) as conn, conn.cursor() as cur:
+        if not rel.startswith("("):
             cur.execute(pgclient.histogram_sql(rel, col, lower, upper))
             quantiles = [str(row[0]) for row in cur.fetchall() if row[0] is not None]
-        if len(quantiles) >= parts - 1:
-            return list(dict.fromkeys(quantiles[k * len(quantiles) // parts] for k in range(1, parts)))
-    low = lower if lower is not None else f"(SELECT min({col.quoted}) FROM {rel} WHERE {col.quoted} <= {upper})"
-    sql = (f"SELECT p::text FROM (SELECT CAST(({low} + ({upper} - {low}) * k / {parts}) AS {col.db_type}) AS p "
-           f"FROM generate_series(1, {parts - 1}) AS k) AS s WHERE p > {low} AND p < {upper} GROUP BY p ORDER BY p")
-    with pgclient.connection(plan.options) as conn, conn.cursor() as cur:
-        cur.execute(sql)
+            if len(quantiles) >= parts - 1:
+                return list(dict.fromkeys(quantiles[k * len(quantiles) // parts] for k in range(1, parts)))
+        cur.execute(pgclient.split_points_sql(rel, col, lower, upper, parts))
         return [str(row[0]) for row in cur.fetchall() if row[0] is not None]
 
 

@@ -201,6 +201,15 @@ def range_sql(relation: str, columns: list[Column], column: Column, lower: str |
 
 
 
+def split_points_sql(relation: str, column: Column, lower: str | None, upper: str, parts: int) -> str:
+    """``parts - 1`` evenly spaced inner bounds of ``(lower, upper]`` (from the smallest watermark when there
+    is no lower bound), computed by the database in the column's own arithmetic, as text."""
+    col = column.quoted
+    low = lower if lower is not None else f"(SELECT min({col}) FROM {relation} WHERE {col} <= {upper})"
+    return (f"SELECT p::text FROM (SELECT CAST(({low} + ({upper} - {low}) * k / {parts}) AS {column.db_type}) AS p "
+            f"FROM generate_series(1, {parts - 1}) AS k) AS s WHERE p > {low} AND p < {upper} GROUP BY p ORDER BY p")
+
+
 def histogram_sql(relation: str, column: Column, lower: str | None, upper: str) -> str:
     """The planner's histogram bounds of the watermark column inside ``(lower, upper)``, in order (no rows
     when the table has no statistics)."""
