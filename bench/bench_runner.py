@@ -208,8 +208,8 @@ def bench_p1_p2(spark: Any, work: Path, landing: Path, extra: Path, runs: int, p
 
     # Same Spark settings on both sides: below the small-update limit (conf/spark.yaml) the framework runs its
     # first update with the small_updates settings, so the baseline runs with them too.
-    from framework.runner.session import session_conf
     from framework.runner.sizing import InputLog, small_update_reason
+    from framework.session_settings import session_conf
     from framework.settings import load_local_settings
 
     small = load_local_settings().small_updates

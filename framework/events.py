@@ -6,13 +6,15 @@
 Events are written as the update runs: :meth:`EventLog.commit_soon` asks a background writer to append
 what is pending (the runner calls it when the update starts running and when each flow ends), so a killed
 update leaves its definitions and the progress of the flows that finished; :meth:`EventLog.close` appends the
-rest when the update ends.
+rest when the update ends. Each commit is written by the driver (``framework.driver_delta``: a Parquet file and a
+JSON commit, no Spark job), and Delta checkpoints the log every ``CHECKPOINT_EVERY`` commits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -53,12 +55,44 @@ FLOW_PROGRESS_DETAILS_DDL = (
 
 
 def event_log_schema() -> StructType:
-    """The event log's schema (:data:`EVENT_LOG_DDL`) as a StructType."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    """The event log's schema (:data:`EVENT_LOG_DDL`) as a StructType, parsed in Python (no JVM needed)."""
+    from pyspark.sql.types import StructType
 
-    schema = _parse_datatype_string(EVENT_LOG_DDL)
-    assert isinstance(schema, StructType)
-    return schema
+    tokens = re.findall(r"\w+|[<>,:]", EVENT_LOG_DDL)
+    tokens.reverse()  # popped from the end
+    fields = [_ddl_field(tokens, inside_struct=False)]
+    while tokens and tokens.pop() == ",":
+        fields.append(_ddl_field(tokens, inside_struct=False))
+    return StructType(fields)
+
+
+def _ddl_field(tokens: list[str], *, inside_struct: bool) -> Any:
+    """``name TYPE`` (``name: TYPE`` inside ``STRUCT<...>``) of the small DDL subset the event log uses."""
+    from pyspark.sql.types import StructField
+
+    name = tokens.pop()
+    if inside_struct and tokens.pop() != ":":
+        raise ValueError(f"':' expected after {name}")
+    return StructField(name, _ddl_type(tokens))
+
+
+def _ddl_type(tokens: list[str]) -> Any:
+    from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructType, TimestampType
+
+    word = tokens.pop()
+    simple = {"STRING": StringType(), "BIGINT": LongType(), "BOOLEAN": BooleanType(), "TIMESTAMP": TimestampType()}
+    if word in simple:
+        return simple[word]
+    if tokens.pop() != "<" or word not in ("ARRAY", "STRUCT"):
+        raise ValueError(f"unsupported type {word}")
+    if word == "ARRAY":
+        element = _ddl_type(tokens)
+        tokens.pop()  # >
+        return ArrayType(element)
+    fields = [_ddl_field(tokens, inside_struct=True)]
+    while tokens.pop() == ",":
+        fields.append(_ddl_field(tokens, inside_struct=True))
+    return StructType(fields)
 
 
 @dataclass
@@ -168,6 +202,11 @@ class EventLog:
                 self._wake.notify()
             writer.join()
         written = self.flush(spark)
+        if written:
+            # The events are written; a checkpoint only spares readers a long tail of commits, and the next
+            # update's close tries again.
+            with contextlib.suppress(Exception):
+                checkpoint_event_log(spark, self.path)
         if self.write_error is not None:
             error, self.write_error = self.write_error, None
             raise error
@@ -193,6 +232,24 @@ class EventLog:
 
 
 def _append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> None:
+    """One commit of ``events``: written by the driver (``framework.driver_delta``, milliseconds), or through
+    Spark when the table needs Delta's own writer (a protocol or schema the driver's appender does not write)."""
+    from framework.driver_delta import NeedsSpark, append_rows
+
+    try:
+        append_rows(path, event_log_schema(), events)
+    except NeedsSpark:
+        _spark_append(spark, path, events)
+
+
+def checkpoint_event_log(spark: SparkSession, path: str) -> None:
+    """Let Delta checkpoint the event log when enough driver commits came since its last checkpoint."""
+    from framework.driver_delta import checkpoint_if_due
+
+    checkpoint_if_due(spark, path)
+
+
+def _spark_append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> None:
     # Built inside the JVM from one JSON literal: no Python worker, no parallelize of Python objects.
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType

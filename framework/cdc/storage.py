@@ -67,6 +67,25 @@ def writer_session(spark: SparkSession) -> SparkSession:
     return session
 
 
+_followed: dict[int, dict[str, str]] = {}  # what _follow_parent set on each child session
+
+
+def _follow_parent(child: SparkSession, parent: SparkSession) -> None:
+    """Give the child session the settings an update set on the parent for its flows (``session_conf``: a small
+    update's), and take back the ones set for an earlier update."""
+    from framework.session_settings import session_conf_in_effect
+
+    wanted = session_conf_in_effect(parent)
+    applied = _followed.setdefault(id(child._jsparkSession), {})
+    for key in [k for k in applied if k not in wanted]:
+        child.conf.unset(key)
+        del applied[key]
+    for key, value in wanted.items():
+        if applied.get(key) != value:
+            child.conf.set(key, value)
+            applied[key] = value
+
+
 class TxnWriter:
     """Runs Delta writes idempotently under (app id, version) in the thread's private child session."""
 
@@ -81,6 +100,7 @@ class TxnWriter:
     def run(self, app_id: str, version: int, action: Any) -> Any:
         """Call ``action(session)`` with the txn confs set; Delta skips the write if already committed."""
         session = self.session
+        _follow_parent(session, self.parent)
         session.conf.set(TXN_APP_ID, app_id)
         session.conf.set(TXN_VERSION, str(version))
         try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from framework.runner.delta_log import has_commit
+from framework.delta_log import has_commit
 from framework.runner.reads import local_table_name, quote_identifier, split_name
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from framework.paths import PathMapper
 from framework.registry import Registry, normalize_name
+from framework.settings import load_local_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,6 +33,7 @@ class UpdateEnvironment:
     update_id: str
     update_time: datetime
     configuration: dict[str, str] = field(default_factory=dict)
+    small_input_bytes: int = 0  # small_updates.max_input_bytes of conf/spark.yaml (small views: small_results.py)
 
     @classmethod
     def create(cls, spec: PipelineSpec, spark: SparkSession, update_id: str) -> UpdateEnvironment:
@@ -40,7 +42,8 @@ class UpdateEnvironment:
         configuration.setdefault("pipelines.id", spec.pipeline_id)
         configuration["pipelines.updateId"] = update_id
         return cls(spark=spark, spec=spec, mapper=PathMapper.from_spec(spec.paths, spec.root), update_id=update_id,
-                   update_time=datetime.now(UTC).replace(tzinfo=None), configuration=configuration)
+                   update_time=datetime.now(UTC).replace(tzinfo=None), configuration=configuration,
+                   small_input_bytes=load_local_settings().small_updates.max_input_bytes)
 
     def map_path(self, path: str) -> str:
         """A Databricks path (``dbfs:/``, ``/Volumes/``, ...) as the local path the spec maps it to."""

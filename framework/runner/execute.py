@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.declarations import DatasetKind
+from framework.delta_log import has_commit
 from framework.errors import FlowError
 from framework.failures import classify
 from framework.registry import normalize_name
-from framework.runner.delta_log import has_commit
 from framework.runner.flows import FlowExecutor, discard_failed_first_write, timed_run
 from framework.runner.progress import FlowEvent, ProgressListener
 from framework.runner.resolve import flow_kind_label

@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
+from framework.delta_log import has_commit, latest_metadata
 from framework.errors import PipelineError
 from framework.failures import HandlerErrors
 from framework.quality.engine import apply_expectations, metrics_from_row, sum_observed
 from framework.registry import normalize_name
-from framework.runner.delta_log import has_commit, latest_metadata
 from framework.runner.query import call_query_function
 from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
 from framework.runner.results import FlowResult, source_offsets
+from framework.runner.small_results import overwrite_small
 from framework.runner.streams import clear_partial_writes, output_mode, start_query
 
 if TYPE_CHECKING:
@@ -242,15 +243,25 @@ class FlowExecutor:
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name)
-        self._prepare_table(path, out)
-        writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-        writer = writer.options(**self._delta_options())
-        if self.dataset is not None and self.dataset.partition_cols:
-            writer = writer.partitionBy(*self.dataset.partition_cols)
-        writer.save(path)
-        self._restore_clustering(path)
+        if not self._overwrite_on_driver(path, out):
+            self._prepare_table(path, out)
+            writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            writer = writer.options(**self._delta_options())
+            if self.dataset is not None and self.dataset.partition_cols:
+                writer = writer.partitionBy(*self.dataset.partition_cols)
+            writer.save(path)
+            self._restore_clustering(path)
         self._record(result, dict(observation.get), batches=1)
         self._apply_properties(path, created)
+
+    def _overwrite_on_driver(self, path: str, out: DataFrame) -> bool:
+        """A small view's recompute committed by the driver (``small_results.py``); False: Spark writes it."""
+        dataset = self.dataset
+        if dataset is None or dataset.cluster_by or dataset.partition_cols or dataset.schema is not None or any(
+                k.lower().startswith("delta.") for k in dataset.table_properties):
+            return False
+        return overwrite_small(out, path, self.env.small_input_bytes, description=dataset.comment,
+                               configuration=dict(dataset.table_properties))
 
     def _run_once(self, result: FlowResult) -> None:
         checkpoint = Path(self.env.checkpoint_path(self.flow))

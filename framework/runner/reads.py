@@ -21,10 +21,10 @@ from typing_extensions import override
 
 from framework.context import reader_context
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow
+from framework.delta_log import appended_since_creation
 from framework.errors import PipelineError
 from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
-from framework.runner.delta_log import appended_since_creation
 from framework.runner.sizing import InputLog
 
 if TYPE_CHECKING:

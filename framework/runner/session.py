@@ -12,7 +12,6 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -281,19 +280,3 @@ def check_java(environ: Mapping[str, str] | None = None) -> Path:
         raise EnvironmentSetupError(f"Java not found (no `java` on PATH, JAVA_HOME not set); {JDK_HINT}",
                                     code="JAVA_NOT_FOUND")
     return Path(found)
-
-
-@contextmanager
-def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """Set ``conf`` on the session for the block, then put back what was there."""
-    previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)

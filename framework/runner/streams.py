@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framework.runner.session import session_conf
+from framework.session_settings import session_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

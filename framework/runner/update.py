@@ -32,9 +32,10 @@ from framework.runner.reads import ReadRouter
 from framework.runner.refresh import clear_dataset, refresh_targets, select_flows
 from framework.runner.resolve import Resolution, Resolver
 from framework.runner.results import FlowResult, UpdateResult
-from framework.runner.session import get_or_create_session, session_conf
+from framework.runner.session import get_or_create_session
 from framework.runner.sizing import small_update_reason
 from framework.runner.summary import print_summary
+from framework.session_settings import session_conf
 from framework.settings import load_local_settings
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from framework.runner.delta_log import has_commit
+from framework.delta_log import has_commit
 from framework.runner.update import UpdateOptions, run_update
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 

@@ -1,5 +1,6 @@
-"""Cheap, driver-side questions about a pipeline table's Delta log (its JSON commit files), asked before a flow
-starts so that Spark jobs can be avoided.
+"""Cheap, driver-side questions about a Delta table's log (its JSON commit files; for the protocol and metadata,
+also its newest checkpoint), asked before a flow starts or before the driver appends to a table
+(``framework.driver_delta``), so that Spark jobs can be avoided.
 
 A Delta streaming read that starts without an offset begins with the table's *initial snapshot*: Delta
 reconstructs the table state with Spark jobs and lists the snapshot's files through a cached Dataset, about ten
@@ -115,3 +116,109 @@ def latest_version(table_path: str | Path) -> int | None:
         return None
     newest = max([*versions, checkpoint])
     return newest if newest >= 0 else None
+
+
+def checkpoint_version(table_path: str | Path) -> tuple[list[int], int]:
+    """The table's JSON commit versions (ascending; empty when there is no log) and its newest checkpoint
+    version (-1 if none)."""
+    try:
+        _log, versions, checkpoint = _listing(table_path)
+    except _Unreadable:
+        return [], -1
+    return versions, checkpoint
+
+
+def protocol_and_metadata(table_path: str | Path) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None] | None:
+    """The table's newest version with its current ``protocol`` and ``metaData`` actions, read on the driver from
+    the JSON commits after the newest checkpoint and, for what they do not change, from that checkpoint's
+    Parquet files. ``(-1, None, None)`` when the folder has no commit yet; None when the log cannot be read
+    this way (a gap in the commits, an unreadable file)."""
+    try:
+        log, versions, checkpoint = _listing(table_path)
+    except _Unreadable:
+        return -1, None, None  # no log folder: a new table
+    newest = max([*versions, checkpoint])
+    if newest < 0:
+        return -1, None, None
+    tail = [v for v in versions if v > checkpoint]
+    if tail != list(range(checkpoint + 1, newest + 1)):
+        return None
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        for version in reversed(tail):
+            for action in _actions(log, version):
+                for kind in ("protocol", "metaData"):
+                    if isinstance(action.get(kind), dict):
+                        found[kind] = action[kind]  # the last one of a commit wins, and newer commits first
+            if len(found) == 2:
+                break
+    except _Unreadable:
+        return None
+    if len(found) < 2 and checkpoint >= 0:
+        from_checkpoint = _checkpoint_actions(log, checkpoint)
+        if from_checkpoint is None:
+            return None
+        found = {**from_checkpoint, **found}
+    return newest, found.get("protocol"), found.get("metaData")
+
+
+def _checkpoint_actions(log: Path, version: int) -> dict[str, dict[str, Any]] | None:
+    """``protocol`` and ``metaData`` from the Parquet checkpoint of ``version`` (its maps as dicts)."""
+    import pyarrow.parquet as pq
+
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        for part in sorted(log.glob(f"{version:020d}.checkpoint*.parquet")):
+            for row in pq.read_table(part, columns=["protocol", "metaData"]).to_pylist():
+                for kind in ("protocol", "metaData"):
+                    if row.get(kind) is not None:
+                        found[kind] = _maps_as_dicts(row[kind])
+    except (OSError, ValueError, KeyError):
+        return None
+    return found
+
+
+def _maps_as_dicts(action: dict[str, Any]) -> dict[str, Any]:
+    """Pyarrow reads a Parquet map as a list of (key, value) pairs; the JSON log has objects."""
+    out = dict(action)
+    for key in ("configuration", "partitionValues", "tags"):
+        if isinstance(out.get(key), list):
+            out[key] = dict(out[key])
+    fmt = out.get("format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("options"), list):
+        out["format"] = {**fmt, "options": dict(fmt["options"])}
+    return out
+
+
+def live_files(table_path: str | Path) -> dict[str, dict[str, Any]] | None:
+    """The table's current data files (``add`` actions by path), replayed on the driver from its newest
+    checkpoint and the JSON commits after it; None when that cannot be done this way."""
+    try:
+        log, versions, checkpoint = _listing(table_path)
+    except _Unreadable:
+        return {}
+    newest = max([*versions, checkpoint])
+    tail = [v for v in versions if v > checkpoint]
+    if tail != list(range(checkpoint + 1, newest + 1)):
+        return None
+    files: dict[str, dict[str, Any]] = {}
+    if checkpoint >= 0:
+        import pyarrow.parquet as pq
+
+        try:
+            for part in sorted(log.glob(f"{checkpoint:020d}.checkpoint*.parquet")):
+                for row in pq.read_table(part, columns=["add"]).to_pylist():
+                    if row.get("add") is not None:
+                        files[row["add"]["path"]] = _maps_as_dicts(row["add"])
+        except (OSError, ValueError, KeyError):
+            return None
+    try:
+        for version in tail:
+            for action in _actions(log, version):
+                if isinstance(action.get("add"), dict):
+                    files[action["add"]["path"]] = action["add"]
+                elif isinstance(action.get("remove"), dict):
+                    files.pop(action["remove"].get("path"), None)
+    except _Unreadable:
+        return None
+    return files

@@ -1,0 +1,91 @@
+"""framework.driver_delta: the driver's own Delta appends (no Spark): commits, refusals, concurrent versions."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from framework.delta_log import protocol_and_metadata
+from framework.driver_delta import NeedsSpark, append_rows
+from framework.events import EVENT_LOG_DDL, event_log_schema
+
+SCHEMA = StructType([StructField("id", LongType()), StructField("name", StringType()),
+                     StructField("at", TimestampType())])
+
+
+def _commit(table: Path, version: int) -> list[dict]:
+    return [json.loads(line) for line in (table / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+
+
+def test_first_append_creates_the_table_and_later_ones_add_a_file_each(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    assert append_rows(table, SCHEMA, [{"id": 1, "name": "a", "at": datetime(2026, 1, 2, 3, 4, 5)}]) == 0
+    assert append_rows(table, SCHEMA, [{"id": 2, "name": None, "at": None}, {"id": 3}]) == 1
+    first, second = _commit(table, 0), _commit(table, 1)
+    assert [next(iter(a)) for a in first] == ["commitInfo", "protocol", "metaData", "add"]
+    assert [next(iter(a)) for a in second] == ["commitInfo", "add"]
+    assert StructType.fromJson(json.loads(first[2]["metaData"]["schemaString"])) == SCHEMA
+    assert second[0]["commitInfo"]["readVersion"] == 0
+    add = second[1]["add"]
+    assert json.loads(add["stats"]) == {"numRecords": 2}
+    assert add["size"] == (table / add["path"]).stat().st_size
+    rows = pq.read_table(table / first[3]["add"]["path"]).to_pylist()
+    assert rows[0]["id"] == 1 and rows[0]["at"].isoformat() == "2026-01-02T03:04:05+00:00"  # naive = UTC
+
+
+def test_a_version_taken_meanwhile_is_skipped_not_overwritten(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    append_rows(table, SCHEMA, [{"id": 1}])
+    original = (table / "_delta_log" / f"{0:020d}.json").read_text()
+    (table / "_delta_log" / f"{1:020d}.json").write_text(json.dumps({"commitInfo": {}}) + "\n")  # another writer
+    assert append_rows(table, SCHEMA, [{"id": 2}]) == 2
+    assert (table / "_delta_log" / f"{0:020d}.json").read_text() == original
+    assert not [p for p in (table / "_delta_log").iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize(("protocol", "metadata", "reason"), [
+    ({"minReaderVersion": 3, "minWriterVersion": 7, "writerFeatures": ["deletionVectors"]}, {}, "protocol"),
+    ({"minReaderVersion": 1, "minWriterVersion": 4}, {}, "protocol"),
+    ({"minReaderVersion": 1, "minWriterVersion": 2}, {"partitionColumns": ["id"]}, "partitioned"),
+    ({"minReaderVersion": 1, "minWriterVersion": 2},
+     {"configuration": {"delta.columnMapping.mode": "name"}}, "maps column names"),
+    ({"minReaderVersion": 1, "minWriterVersion": 2},
+     {"schemaString": StructType([StructField("id", LongType())]).json()}, "schema"),
+])
+def test_tables_it_must_not_write_are_refused_before_anything_is_written(
+        tmp_path: Path, protocol: dict, metadata: dict, reason: str) -> None:
+    table = tmp_path / "t"
+    log = table / "_delta_log"
+    log.mkdir(parents=True)
+    meta = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": SCHEMA.json(),
+            "partitionColumns": [], "configuration": {}, **metadata}
+    (log / f"{0:020d}.json").write_text(json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": meta}))
+    with pytest.raises(NeedsSpark, match=reason):
+        append_rows(table, SCHEMA, [{"id": 1}])
+    assert sorted(p.name for p in table.iterdir()) == ["_delta_log"]
+    assert [p.name for p in log.iterdir()] == [f"{0:020d}.json"]
+
+
+def test_a_gap_in_the_log_is_not_read_on_the_driver(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    append_rows(table, SCHEMA, [{"id": 1}])
+    (table / "_delta_log" / f"{2:020d}.json").write_text(json.dumps({"commitInfo": {}}) + "\n")
+    assert protocol_and_metadata(table) is None
+    with pytest.raises(NeedsSpark, match="cannot be read"):
+        append_rows(table, SCHEMA, [{"id": 2}])
+
+
+def test_the_event_log_schema_is_parsed_without_a_jvm() -> None:
+    schema = event_log_schema()
+    assert [f.name for f in schema.fields] == [
+        "id", "sequence", "origin", "timestamp", "message", "level", "maturity_level", "error", "details",
+        "event_type"]
+    assert schema["error"].dataType.simpleString() == (
+        "struct<fatal:boolean,exceptions:array<struct<class_name:string,message:string,error_class:string>>>")
+    assert "control_plane_seq_no" in EVENT_LOG_DDL and schema["sequence"].dataType.simpleString() == (
+        "struct<data_plane_id:struct<instance:string,seq_no:bigint>,control_plane_seq_no:bigint>")
