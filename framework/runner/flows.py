@@ -68,7 +68,8 @@ class FlowExecutor:
         self.dataset: Dataset | None = self.registry.datasets.get(self.target_key)
         self.kind = graph.kinds.get(self.target_key, DatasetKind.STREAMING_TABLE)
         self.reader = ExecuteReader(router, self.registry, _names(router, self.registry), flow_key,
-                                    prebuilt=prebuilt if prebuilt is not None else {})
+                                    prebuilt=prebuilt if prebuilt is not None else {},
+                                    pinned_reads=self.kind is DatasetKind.MATERIALIZED_VIEW)
         self.handler_errors = HandlerErrors()  # what a foreachBatch handler raised (see failures.py)
         self.view_results: list[FlowResult] = []
         # triggered updates process what is there and stop; continuous mode sets a processing-time trigger

@@ -26,6 +26,7 @@ from framework.errors import PipelineError
 from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
 from framework.runner.sizing import InputLog
+from framework.runner.small_results import pinned_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -195,6 +196,9 @@ class ExecuteReader(FlowReader):
     prebuilt: dict[SourceKey, DataFrame] = field(default_factory=dict)
     sources: list[CloudSource] = field(default_factory=list)
     views: list[ViewCheck] = field(default_factory=list)
+    # batch reads of small pipeline tables may be pinned to their live files (small_results.pinned_parquet): a
+    # materialized view's query, built at each recompute and run at once
+    pinned_reads: bool = False
 
     @override
     def unknown_dataset(self, name: str) -> DataFrame:
@@ -224,6 +228,10 @@ class ExecuteReader(FlowReader):
                 # same rows as the initial snapshot, without its state reconstruction (see delta_log)
                 stream = stream.option("startingVersion", "0")
             return stream.load(path)
+        if not options and self.pinned_reads:
+            pinned = pinned_parquet(spark, path, self.env.small_input_bytes)
+            if pinned is not None:
+                return pinned
         return spark.read.format("delta").options(**options).load(path)
 
     def _view(self, key: str) -> DataFrame:
@@ -233,7 +241,7 @@ class ExecuteReader(FlowReader):
 
         view_flow = self.registry.flows[key]
         nested = ExecuteReader(self.router, self.registry, self.names, key, prebuilt=self.prebuilt,
-                               sources=self.sources, views=self.views)
+                               sources=self.sources, views=self.views, pinned_reads=self.pinned_reads)
         with self.router.activate(nested):
             df = call_query_function(view_flow)
         dataset = self.registry.datasets[key]

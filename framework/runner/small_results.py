@@ -8,6 +8,13 @@ query itself) and committed by the driver (``framework.driver_delta.overwrite_ar
 Delta's writer produces (partitions, clustering, a declared schema, ``delta.*`` properties), column types the
 driver's Parquet writer does not store as Spark does, or a target table the driver must not write, go through
 Spark as before.
+
+The view's query reads the pipeline's small tables the same way: straight from the Parquet files live in their
+Delta logs (:func:`pinned_parquet`, the file list replayed on the driver), which spares Delta's state
+reconstruction for each new version an input gained (0.3-0.5 s of jobs on two cores). Only tables whose files
+hold their rows as they are qualify: reader protocol 1 (no deletion vectors, column mapping or other reader
+features), no partition columns. A view's query is built at each recompute and run at once, so the list is
+current; streaming flows never read this way (a stream-static join reads the static side again per batch).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
 
@@ -44,6 +51,33 @@ def _writable(data_type: DataType) -> bool:
     return isinstance(data_type, (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType,
                                   T.DoubleType, T.DecimalType, T.StringType, T.BinaryType, T.DateType,
                                   T.TimestampType)) and not isinstance(data_type, (T.CharType, T.VarcharType))
+
+
+def pinned_parquet(spark: SparkSession, path: str, max_bytes: int) -> DataFrame | None:
+    """The Delta table at ``path`` as a Parquet read of the files live now, when it qualifies (see above) and
+    they add up to at most ``max_bytes``; None otherwise (read it through Delta)."""
+    import json
+    from urllib.parse import unquote
+
+    from pyspark.sql.types import StructType
+
+    from framework.delta_log import live_files, protocol_and_metadata
+
+    found = protocol_and_metadata(path) if max_bytes > 0 else None
+    if found is None:
+        return None
+    _version, protocol, metadata = found
+    if protocol is None or metadata is None or int(protocol.get("minReaderVersion", 1)) != 1 or metadata.get("partitionColumns") or \
+            (metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none") != "none":
+        return None
+    files = live_files(path)
+    if files is None or sum(int(f.get("size") or 0) for f in files.values()) > max_bytes:
+        return None
+    schema = StructType.fromJson(json.loads(metadata["schemaString"]))
+    if not files:
+        return spark.createDataFrame([], schema)
+    paths = [p if "://" in p or p.startswith("/") else f"{path.rstrip('/')}/{unquote(p)}" for p in files]
+    return spark.read.schema(schema).parquet(*paths)
 
 
 def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: str | None,

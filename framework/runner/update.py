@@ -142,18 +142,20 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         selected = select_flows(graph, [*(options.refresh_selection or ()),
                                         *(options.full_refresh_selection or ())])
         cleared = _full_refresh(env, graph, options, selected)
+        # A continuous update keeps the settings it started with (a small one's included) until it is stopped:
+        # its streaming queries take the session's settings when they start.
         with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
             execution = Execution(router, graph, selected, listener, max_concurrent=options.max_concurrent_flows,
                                   prebuilt=resolution.reusable_sources(cleared))
             result.flows = execution.run()
-        if execution.interrupted:
-            raise KeyboardInterrupt
-        continuous = options.continuous if options.continuous is not None else spec.continuous
-        if continuous and not any(f.status == "FAILED" for f in result.flows):
-            publish_tables(env, graph)  # readable while the update runs
-            # a commit of the event log every few seconds at most: not one per micro-batch for hours
-            events.min_commit_interval_s = float(spec.configuration.get(EVENT_COMMIT_KEY, "10"))
-            _run_continuously(router, graph, selected, listener, execution, options)
+            if execution.interrupted:
+                raise KeyboardInterrupt
+            continuous = options.continuous if options.continuous is not None else spec.continuous
+            if continuous and not any(f.status == "FAILED" for f in result.flows):
+                publish_tables(env, graph)  # readable while the update runs
+                # a commit of the event log every few seconds at most: not one per micro-batch for hours
+                events.min_commit_interval_s = float(spec.configuration.get(EVENT_COMMIT_KEY, "10"))
+                _run_continuously(router, graph, selected, listener, execution, options)
         refused = publish_tables(env, graph)
         if refused:
             names = ", ".join(f"'{t.name}' ({t.path})" for t in refused)

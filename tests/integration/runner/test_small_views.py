@@ -90,3 +90,39 @@ def test_a_view_whose_table_has_deletion_vectors_goes_through_spark(spark: Spark
     _update(spec, spark)
     assert _engines(view)[-1].startswith("Apache-Spark")
     assert sorted(r.country for r in spark.read.format("delta").load(str(view)).collect()) == ["BE", "NL"]
+
+
+def test_a_views_reads_of_small_tables_see_exactly_the_live_files(spark: SparkSession, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "a.json", ['{"id":1,"country":"NL","amount":2.5}',
+                                         '{"id":2,"country":"BE","amount":1.0}'])
+    spec = make_pipeline(tmp_path, {"p.py": VIEWS}, {"landing": str(landing), "col": "last_id"})
+    _update(spec, spark)
+    orders = spec.tables_dir / "orders"
+    spark.sql(f"DELETE FROM delta.`{orders}` WHERE id = 1")  # a remove (and a rewritten file) in the log
+    write_json_lines(landing, "b.json", ['{"id":3,"country":"NL","amount":4.0}'])
+    _update(spec, spark)
+    view = spark.read.format("delta").load(str(spec.tables_dir / "by_country"))
+    assert {r.country: (r.orders, r.last_id) for r in view.collect()} == {"NL": (1, 3), "BE": (1, 2)}
+
+
+def test_live_files_replayed_on_the_driver_are_sparks(spark: SparkSession, tmp_path: Path) -> None:
+    from framework.delta_log import checkpoint_version, live_files
+    from framework.runner.small_results import pinned_parquet
+
+    path = str(tmp_path / "t")
+    for i in range(12):  # Delta checkpoints version 10
+        spark.range(i * 10, i * 10 + 10).write.format("delta").mode("append").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 10 = 0")
+    assert checkpoint_version(path)[1] == 10
+    files = live_files(path)
+    assert files is not None
+    expected = {Path(f.replace("file://", "").replace("file:", "")).name
+                for f in spark.read.format("delta").load(path).inputFiles()}
+    assert {Path(p).name for p in files} == expected
+    pinned = pinned_parquet(spark, path, 1 << 30)
+    assert pinned is not None
+    assert sorted(r.id for r in pinned.collect()) == sorted(i for i in range(120) if i % 10)
+    assert pinned_parquet(spark, path, 10) is None  # over the size limit: read through Delta
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    assert pinned_parquet(spark, path, 1 << 30) is None  # reader features: read through Delta
