@@ -57,7 +57,7 @@ def pinned_parquet(spark: SparkSession, path: str, max_bytes: int) -> DataFrame 
     """The Delta table at ``path`` as a Parquet read of the files live now, when it qualifies (see above) and
     they add up to at most ``max_bytes``; None otherwise (read it through Delta)."""
     import json
-    from urllib.parse import unquote
+    from urllib.parse import unquote, urlsplit
 
     from pyspark.sql.types import StructType
 
@@ -76,7 +76,8 @@ def pinned_parquet(spark: SparkSession, path: str, max_bytes: int) -> DataFrame 
     schema = StructType.fromJson(json.loads(metadata["schemaString"]))
     if not files:
         return spark.createDataFrame([], schema)
-    paths = [p if "://" in p or p.startswith("/") else f"{path.rstrip('/')}/{unquote(p)}" for p in files]
+    # an add's path is relative to the table (URL-encoded) or an absolute URI
+    paths = [p if urlsplit(p).scheme or p.startswith("/") else f"{path.rstrip('/')}/{unquote(p)}" for p in files]
     return spark.read.schema(schema).parquet(*paths)
 
 
@@ -84,7 +85,7 @@ def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: st
                     configuration: dict[str, Any]) -> bool:
     """Recompute ``df`` into the Delta table at ``path`` through the driver when its inputs are small and the
     table allows it; False (nothing done) when Spark must write it."""
-    from framework.driver_delta import NeedsSpark, check_overwrite, overwrite_arrow
+    from framework.driver_delta import NeedsSpark, check_overwrite, checkpoint_if_due, overwrite_arrow
 
     if max_bytes <= 0 or not arrow_writable(df.schema):
         return False
@@ -100,4 +101,5 @@ def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: st
                         configuration={str(k): str(v) for k, v in configuration.items()})
     except NeedsSpark:
         return False  # the table changed meanwhile into one only Spark writes: its writer recomputes
+    checkpoint_if_due(df.sparkSession, path)  # a view recomputed every second in continuous mode: a short log
     return True

@@ -60,3 +60,17 @@ def test_spark_and_driver_commits_interleave_and_checkpoints_are_deltas(spark: S
     ids = sorted(r.id for r in spark.read.format("delta").load(str(path)).collect())
     assert ids == sorted([0, 1, 500, 501, 502, -1, *[10 * i for i in range(1, 25)],
                           *[10 * i + 1 for i in range(1, 25)]])
+
+
+def test_views_recomputed_by_the_driver_are_checkpointed(spark: SparkSession, tmp_path: Path) -> None:
+    from framework.delta_log import live_files
+    from framework.runner.small_results import overwrite_small
+
+    path = str(tmp_path / "v")
+    for i in range(22):
+        assert overwrite_small(spark.range(i, i + 3).toDF("id"), path, 1 << 20, description=None, configuration={})
+    assert checkpoint_version(path)[1] == 20  # one every 20 driver commits: a view refreshed every second
+    files = live_files(path)
+    assert files is not None and len(files) == 1
+    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [21, 22, 23]
+    assert not overwrite_small(spark.range(0, 100_000).toDF("id"), path, 1024, description=None, configuration={})
