@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -193,32 +194,74 @@ def _maps_as_dicts(action: dict[str, Any]) -> dict[str, Any]:
 def live_files(table_path: str | Path) -> dict[str, dict[str, Any]] | None:
     """The table's current data files (``add`` actions by path), replayed on the driver from its newest
     checkpoint and the JSON commits after it; None when that cannot be done this way."""
+    state = replay(table_path)
+    return None if state is None else state.files
+
+
+@dataclass(frozen=True)
+class LogState:
+    """What a replay of the log on the driver found: the live data files (``add`` actions by path) and the
+    newest version each application committed with a ``txn`` action (Delta's idempotent writes)."""
+
+    files: dict[str, dict[str, Any]]
+    transactions: dict[str, int]
+
+
+def replay(table_path: str | Path) -> LogState | None:
+    """Replay the table's newest checkpoint and the JSON commits after it on the driver; an empty state for a
+    folder without a log, None when the log cannot be replayed this way (a gap, an unreadable file)."""
     try:
         log, versions, checkpoint = _listing(table_path)
     except _Unreadable:
-        return {}
+        return LogState({}, {})
     newest = max([*versions, checkpoint])
     tail = [v for v in versions if v > checkpoint]
     if tail != list(range(checkpoint + 1, newest + 1)):
         return None
-    files: dict[str, dict[str, Any]] = {}
-    if checkpoint >= 0:
-        import pyarrow.parquet as pq
-
-        try:
-            for part in sorted(log.glob(f"{checkpoint:020d}.checkpoint*.parquet")):
-                for row in pq.read_table(part, columns=["add"]).to_pylist():
-                    if row.get("add") is not None:
-                        files[row["add"]["path"]] = _maps_as_dicts(row["add"])
-        except (OSError, ValueError, KeyError):
-            return None
+    files: dict[tuple[str, str | None], dict[str, Any]] = {}
+    transactions: dict[str, int] = {}
+    if checkpoint >= 0 and not _replay_checkpoint(log, checkpoint, files, transactions):
+        return None
     try:
         for version in tail:
             for action in _actions(log, version):
-                if isinstance(action.get("add"), dict):
-                    files[action["add"]["path"]] = action["add"]
-                elif isinstance(action.get("remove"), dict):
-                    files.pop(action["remove"].get("path"), None)
+                _apply(action, files, transactions)
     except _Unreadable:
         return None
-    return files
+    return LogState({path: add for (path, _dv), add in files.items()}, transactions)
+
+
+def _file_id(action: dict[str, Any]) -> tuple[str, str | None]:
+    """A data file's identity in the log: its path and its deletion vector's id. A commit that deletes rows of a
+    file removes the file as it was and adds it back with a deletion vector, both under the same path."""
+    dv = action.get("deletionVector")
+    dv_id = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}" if isinstance(dv, dict) else None
+    return str(action.get("path")), dv_id
+
+
+def _apply(action: dict[str, Any], files: dict[tuple[str, str | None], dict[str, Any]],
+           transactions: dict[str, int]) -> None:
+    if isinstance(action.get("add"), dict):
+        files[_file_id(action["add"])] = action["add"]
+    elif isinstance(action.get("remove"), dict):
+        files.pop(_file_id(action["remove"]), None)
+    elif isinstance(action.get("txn"), dict) and action["txn"].get("appId") is not None:
+        transactions[str(action["txn"]["appId"])] = int(action["txn"].get("version", -1))
+
+
+def _replay_checkpoint(log: Path, checkpoint: int, files: dict[tuple[str, str | None], dict[str, Any]],
+                       transactions: dict[str, int]) -> bool:
+    """The ``add`` and ``txn`` actions of a Parquet checkpoint; False when it cannot be read."""
+    import pyarrow.parquet as pq
+
+    try:
+        for part in sorted(log.glob(f"{checkpoint:020d}.checkpoint*.parquet")):
+            names = set(pq.read_schema(part).names)
+            for row in pq.read_table(part, columns=[c for c in ("add", "txn") if c in names]).to_pylist():
+                if row.get("add") is not None:
+                    _apply({"add": _maps_as_dicts(row["add"])}, files, transactions)
+                elif row.get("txn") is not None:
+                    _apply({"txn": row["txn"]}, files, transactions)
+    except (OSError, ValueError, KeyError):
+        return False
+    return True

@@ -5,14 +5,17 @@ Through Spark, even a tiny write is a query, a write job and Delta's commit with
 session on two cores for one event-log append (about ten of them an update of the sample pipeline), about a second
 for the overwrite of a small materialized view. Here each is milliseconds of Python:
 
-* :func:`append_rows` appends rows (the event log);
+* :func:`append_rows` appends rows (the event log), :func:`append_arrow` a pyarrow Table;
 * :func:`overwrite_arrow` replaces a table's rows with a pyarrow Table (a small materialized view's recompute,
-  collected with ``DataFrame.toArrow``).
+  collected with ``DataFrame.toArrow``; a small APPLY CHANGES target's batch, ``framework.cdc.small``).
+
+Writes of a stream's batches carry Delta's ``txn`` action (``txn=(app id, version)``), as Spark's
+``txnAppId``/``txnVersion`` do: a batch replayed after a crash finds its version committed and writes nothing.
 
 The tables stay ordinary Delta tables that Spark reads and writes. Only what this writer understands is written
 this way: no partition columns, column mapping, constraints, generated or identity columns, or deletion vectors,
 and a protocol whose writer features need nothing from a writer that only adds and removes whole files
-(``appendOnly``, ``invariants``). Anything else raises :class:`NeedsSpark` before a file is written, and the
+(``appendOnly``, ``invariants``; ``deletionVectors`` while no live file has one: such a writer never writes one). Anything else raises :class:`NeedsSpark` before a file is written, and the
 caller writes through Spark. Checkpoints are Delta's own (:func:`checkpoint_if_due`, one Spark call every
 ``CHECKPOINT_EVERY`` driver commits), so readers never replay a long tail of JSON commits.
 """
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framework.delta_log import checkpoint_version, live_files, protocol_and_metadata
+from framework.delta_log import LogState, checkpoint_version, protocol_and_metadata, replay
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,12 +38,19 @@ if TYPE_CHECKING:
 
 ENGINE_INFO = "medallion-framework driver commit"
 CHECKPOINT_EVERY = 20  # driver commits between two checkpoints (Delta's own interval is 10 Spark commits)
-_APPEND_SAFE_WRITER_FEATURES = frozenset({"appendOnly", "invariants"})
+_WHOLE_FILE_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "deletionVectors"})
 _COMMIT_ATTEMPTS = 5
 
 
 class NeedsSpark(Exception):
     """The table's protocol, layout or schema needs Delta's own writer; the message says what."""
+
+
+class _AlreadyCommitted(Exception):
+    """The commit's ``txn`` (app id, version) is already in the table: nothing to write."""
+
+
+Txn = tuple[str, int]  # (application id, version) of Delta's idempotent writes
 
 
 def append_rows(path: str | Path, schema: StructType, rows: Sequence[dict[str, Any]]) -> int:
@@ -52,19 +62,41 @@ def append_rows(path: str | Path, schema: StructType, rows: Sequence[dict[str, A
 
     table = Path(path)
     _current(table, schema, require_schema=True)  # refuse before writing anything
-    data = _write_parquet(table, pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC")))
+    version = _append(table, schema, pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC")),
+                      None)
+    assert version is not None  # no txn: never skipped
+    return version
+
+
+def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | None = None) -> int | None:
+    """Append ``data`` (a pyarrow Table of ``schema``, as ``DataFrame.toArrow`` returns it) in one commit, creating
+    the table when it has no log yet. Returns the version, or None when ``txn`` was committed already (nothing
+    written). Raises :class:`NeedsSpark` before writing anything when this writer must not write the table."""
+    table = Path(path)
+    schema = _nullable(schema)
+    _current(table, schema, require_schema=True)
+    return _append(table, schema, data, txn)
+
+
+def _append(table: Path, schema: StructType, data: Any, txn: Txn | None) -> int | None:
+    added = _write_parquet(table, data)
 
     def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
-        return [*_new_table(schema, version), {"add": data}]
+        if txn is not None and version >= 0:
+            _skip_if_committed(_replayed(table), txn)
+        return [*_new_table(schema, version), *_txn_actions(txn), {"add": added}]
 
-    return _commit(table, schema, actions, [data], mode="Append", require_schema=True)
+    return _commit(table, schema, actions, [added], mode="Append", require_schema=True)
 
 
 def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, description: str | None = None,
-                    configuration: dict[str, str] | None = None) -> int:
+                    configuration: dict[str, str] | None = None, txn: Txn | None = None,
+                    read_version: int | None = None) -> int | None:
     """Replace the table's rows with ``data`` (a pyarrow Table of ``schema``, as ``DataFrame.toArrow`` returns
     it) in one commit: an ``add`` of one new file and a ``remove`` of every live one, and the new schema when it
-    changed (``overwriteSchema``). A new table gets ``description`` and ``configuration``. Returns the version."""
+    changed (``overwriteSchema``). A new table gets ``description`` and ``configuration``. Returns the version,
+    or None when ``txn`` was committed already (nothing written). With ``read_version`` (the version ``data`` was
+    computed from) a table that moved past it meanwhile is refused with :class:`NeedsSpark`."""
     table = Path(path)
     schema = _nullable(schema)
     _current(table, schema, require_schema=False)
@@ -72,19 +104,41 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
 
     def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
         if version < 0:
-            return [*_new_table(schema, version, description, configuration), {"add": new_file}]
-        live = live_files(table)
-        if live is None or any(f.get("deletionVector") for f in live.values()):
-            raise NeedsSpark("its live files cannot be listed on the driver")
+            return [*_new_table(schema, version, description, configuration), *_txn_actions(txn),
+                    {"add": new_file}]
+        if read_version is not None and version != read_version:
+            raise NeedsSpark(f"the table moved from version {read_version} to {version} since it was read")
+        state = _replayed(table)
+        _skip_if_committed(state, txn)
         now = int(time.time() * 1000)
         removes = [{"remove": {"path": p, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
-                               "partitionValues": {}, "size": f.get("size", 0)}} for p, f in live.items()]
+                               "partitionValues": {}, "size": f.get("size", 0)}} for p, f in state.files.items()]
         assert metadata is not None
         changed = [] if _schema_of(metadata) == schema else [
             {"metaData": {**metadata, "schemaString": schema.json()}}]
-        return [*changed, {"add": new_file}, *removes]
+        return [*changed, *_txn_actions(txn), {"add": new_file}, *removes]
 
     return _commit(table, schema, actions, [new_file], mode="Overwrite", require_schema=False)
+
+
+def _replayed(table: Path) -> LogState:
+    """The table's live files and transactions; :class:`NeedsSpark` when a live file has a deletion vector (a
+    whole-file writer must not remove it: the rows it hides would come back) or the log cannot be replayed."""
+    state = replay(table)
+    if state is None or any(f.get("deletionVector") for f in state.files.values()):
+        raise NeedsSpark("its live files cannot be listed on the driver")
+    return state
+
+
+def _skip_if_committed(state: LogState, txn: Txn | None) -> None:
+    if txn is not None and state.transactions.get(txn[0], -1) >= txn[1]:
+        raise _AlreadyCommitted
+
+
+def _txn_actions(txn: Txn | None) -> list[dict[str, Any]]:
+    if txn is None:
+        return []
+    return [{"txn": {"appId": txn[0], "version": txn[1], "lastUpdated": int(time.time() * 1000)}}]
 
 
 def check_overwrite(path: str | Path, schema: StructType) -> None:
@@ -92,15 +146,14 @@ def check_overwrite(path: str | Path, schema: StructType) -> None:
     table = Path(path)
     version, _protocol, _metadata = _current(table, _nullable(schema), require_schema=False)
     if version >= 0:
-        live = live_files(table)
-        if live is None or any(f.get("deletionVector") for f in live.values()):
-            raise NeedsSpark("its live files cannot be listed on the driver")
+        _replayed(table)
 
 
 def _commit(table: Path, schema: StructType, actions: Any, written: list[dict[str, Any]], *, mode: str,
-            require_schema: bool) -> int:
+            require_schema: bool) -> int | None:
     """Put the next commit in place (``actions(version, protocol, metadata)`` builds it on the newest version),
-    again on top of a commit another writer put there meanwhile; remove the written files when it fails."""
+    again on top of a commit another writer put there meanwhile; remove the written files when it fails or
+    when its ``txn`` was committed already (then None)."""
     try:
         for _attempt in range(_COMMIT_ATTEMPTS):
             version, protocol, metadata = _current(table, schema, require_schema=require_schema)
@@ -108,10 +161,17 @@ def _commit(table: Path, schema: StructType, actions: Any, written: list[dict[st
             if _put_if_absent(table / "_delta_log" / f"{version + 1:020d}.json", lines):
                 return version + 1
         raise NeedsSpark(f"{_COMMIT_ATTEMPTS} commits of other writers in a row")
+    except _AlreadyCommitted:
+        _unlink(table, written)
+        return None
     except BaseException:
-        for data in written:
-            (table / data["path"]).unlink(missing_ok=True)
+        _unlink(table, written)
         raise
+
+
+def _unlink(table: Path, written: list[dict[str, Any]]) -> None:
+    for data in written:
+        (table / data["path"]).unlink(missing_ok=True)
 
 
 def checkpoint_if_due(spark: SparkSession, path: str | Path, every: int = CHECKPOINT_EVERY) -> bool:
@@ -177,7 +237,7 @@ def _check_protocol(protocol: dict[str, Any] | None) -> None:
         raise NeedsSpark("no protocol action found")
     reader, writer = int(protocol.get("minReaderVersion", 1)), int(protocol.get("minWriterVersion", 1))
     features = set(protocol.get("writerFeatures") or [])
-    if reader > 3 or writer > 7 or (writer >= 7 and not features <= _APPEND_SAFE_WRITER_FEATURES) \
+    if reader > 3 or writer > 7 or (writer >= 7 and not features <= _WHOLE_FILE_WRITER_FEATURES) \
             or (2 < writer < 7):
         raise NeedsSpark(f"protocol reader {reader} / writer {writer} {sorted(features)}")
 

@@ -30,6 +30,8 @@ class TargetContext:
         target_path: the user-visible Delta table.
         state_path: folder of hidden state tables and metadata.
         writer: runs idempotent writes in a private child session.
+        small_bytes: targets whose live files add up to at most this are committed by the driver
+            (``framework.cdc.small``); 0: always through Delta.
     """
 
     spark: SparkSession
@@ -37,6 +39,7 @@ class TargetContext:
     target_path: str
     state_path: str
     writer: TxnWriter
+    small_bytes: int = 0
 
     def state_table(self, table: str) -> str:
         """Path of a hidden state table."""

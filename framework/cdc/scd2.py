@@ -53,6 +53,7 @@ from framework.cdc.events import (
     set_flag,
 )
 from framework.cdc.metrics import CdcMetrics
+from framework.cdc.small import append_small, commit_versions, read_pinned, small_version
 
 ACTION = "__action"
 OLD = "__old"
@@ -76,40 +77,77 @@ class Scd2Applier:
         # The schema of a target that does not exist yet (a first load): nothing to read back, nothing to match,
         # and the batch's append creates it.
         self.new_target = new_target
+        self.pinned = False  # this batch reads the target and tombstones from their files (framework.cdc.small)
 
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
         reduced, num_input, num_deletes = materialize_checked(
             dedup_events(events, self.plan, self.is_masked), events, self.plan, self.ctx.name)
-        changes: DataFrame | None = None
         try:
-            new = reduced.drop(PROBLEM, COUNT)
-            keys = list(self.plan.keys)
-            target_schema, timeline = self._timeline(new)
+            # a small target is read from its files and committed by the driver (framework.cdc.small)
+            version = None if self.new_target is not None else small_version(self.ctx)
+            self.pinned = version is not None
+            target_schema, timeline = self._timeline(reduced.drop(PROBLEM, COUNT))
             if self.is_masked:
                 timeline = self._fill(timeline)
-            # the MERGE source and the new tombstones, computed once (the target is scanned once per batch)
-            if self.plan.tracked == self.plan.values:
-                changes = materialize(self._changes_single_pass(timeline))
+            changes = self._all_changes(timeline, target_schema)
+            if version is not None:
+                counts = self._apply_small(changes, batch_id, app_id, version, num_deletes)
             else:
-                end_type = target_schema[END_AT].dataType
-                tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
-                    *keys, *[F.lit(None).cast(target_schema[c].dataType).alias(c) for c in self.plan.values],
-                    F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
-                    F.lit("tombstone").alias(ACTION))
-                changes = materialize(self._changes(timeline).unionByName(tombstones))
+                counts = self._apply_spark(changes, batch_id, app_id, num_deletes)
+        finally:
+            release(reduced)
+        metrics: CdcMetrics = merge_metrics(counts, num_deleted=num_deletes, num_input=num_input)
+        return metrics
+
+    def _all_changes(self, timeline: DataFrame, target_schema: StructType) -> DataFrame:
+        """The MERGE source (new, changed and vanished versions) and the batch's new tombstones, one DataFrame."""
+        if self.plan.tracked == self.plan.values:
+            return self._changes_single_pass(timeline)
+        keys = list(self.plan.keys)
+        end_type = target_schema[END_AT].dataType
+        tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
+            *keys, *[F.lit(None).cast(target_schema[c].dataType).alias(c) for c in self.plan.values],
+            F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
+            F.lit("tombstone").alias(ACTION))
+        return self._changes(timeline).unionByName(tombstones)
+
+    def _apply_spark(self, all_changes: DataFrame, batch_id: int, app_id: str,
+                     num_deletes: int) -> dict[str, Any] | None:
+        """Computed once (the target is scanned once per batch), then a MERGE (an append into a new target) and
+        the tombstones' append, each idempotent under its own app id."""
+        changes = materialize(all_changes)
+        try:
             rows = changes.filter(F.col(ACTION) != "tombstone")
             counts = (self._append(rows, batch_id, app_id) if self.new_target is not None
                       else self._merge(rows, batch_id, app_id))
             if num_deletes:
-                deletes = changes.filter(F.col(ACTION) == "tombstone").select(*keys, F.col(START_AT).alias(SEQ))
-                self.ctx.writer.append(deletes, self.tombstones_path, f"{app_id}/tombstones", batch_id)
+                self.ctx.writer.append(self._tombstones(changes), self.tombstones_path, f"{app_id}/tombstones",
+                                       batch_id)
         finally:
-            release(reduced)
-            if changes is not None:
-                release(changes)
-        metrics: CdcMetrics = merge_metrics(counts, num_deleted=num_deletes, num_input=num_input)
-        return metrics
+            release(changes)
+        return counts
+
+    def _tombstones(self, changes: DataFrame) -> DataFrame:
+        return changes.filter(F.col(ACTION) == "tombstone").select(*self.plan.keys, F.col(START_AT).alias(SEQ))
+
+    def _apply_small(self, all_changes: DataFrame, batch_id: int, app_id: str, version: int,
+                     num_deletes: int) -> dict[str, Any] | None:
+        """The same writes committed by the driver (``framework.cdc.small``); a MERGE when it must not."""
+        from framework.driver_delta import NeedsSpark
+
+        data = all_changes.toArrow()
+        changes = self.ctx.spark.createDataFrame(data, all_changes.schema)
+        try:
+            counts = commit_versions(self.ctx, list(self.plan.keys), data, version, (app_id, batch_id))
+        except NeedsSpark:
+            counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
+        if num_deletes:
+            tombstones = self._tombstones(changes)
+            txn = (f"{app_id}/tombstones", batch_id)
+            if not append_small(self.ctx, self.tombstones_path, tombstones.schema, tombstones.toArrow(), txn):
+                self.ctx.writer.append(tombstones, self.tombstones_path, txn[0], batch_id)
+        return counts
 
     def _timeline(self, new: DataFrame) -> tuple[StructType, DataFrame]:
         """The target's schema, and the timeline of the batch's keys: their existing versions and tombstones
@@ -121,14 +159,19 @@ class Scd2Applier:
             return events.select(*new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
                                  F.lit(True).alias(NEW))
 
-        tombstones = self.ctx.read_or_none(self.tombstones_path)
+        tombstones = (read_pinned(self.ctx, self.tombstones_path) if self.pinned
+                      else self.ctx.read_or_none(self.tombstones_path))
         if self.new_target is not None and tombstones is None:
             # A first load: nothing to read back, every event is new (building the joins against an empty
             # target would only cost analysis time, Spark's optimizer drops them anyway).
             return self.new_target, flagged_new(new, self.new_target)
         batch_keys = new.select(*keys).distinct()
-        existing = (self.ctx.spark.createDataFrame([], self.new_target) if self.new_target is not None
-                    else self.ctx.read(self.ctx.target_path).join(batch_keys, keys, "left_semi"))
+        if self.new_target is not None:
+            existing = self.ctx.spark.createDataFrame([], self.new_target)
+        else:
+            current = read_pinned(self.ctx, self.ctx.target_path) if self.pinned else None
+            existing = (current if current is not None else self.ctx.read(self.ctx.target_path)).join(
+                batch_keys, keys, "left_semi")
         old = self._old_events(existing, batch_keys, tombstones)
         fresh = flagged_new(new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti"), existing.schema)
         return existing.schema, old.unionByName(fresh)

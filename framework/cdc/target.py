@@ -59,13 +59,13 @@ class CdcTargetBase:
     """What every CDC target holds: session, name, paths, declared schema and its write context."""
 
     def __init__(self, spark: SparkSession, target_name: str, target_path: str, state_path: str,
-                 target_schema: Any) -> None:
+                 target_schema: Any, small_bytes: int = 0) -> None:
         self.spark = spark
         self.name = target_name
         self.target_path = target_path
         self.state_path = state_path
         self.schema = parse_schema(spark, target_schema)
-        self._ctx = TargetContext(spark, target_name, target_path, state_path, TxnWriter(spark))
+        self._ctx = TargetContext(spark, target_name, target_path, state_path, TxnWriter(spark), small_bytes)
 
 
 class ApplyChangesTarget(CdcTargetBase):
@@ -79,12 +79,14 @@ class ApplyChangesTarget(CdcTargetBase):
         state_path: a folder owned by this target for hidden state (tombstones, sequences, metadata).
         target_schema: the schema declared with ``create_streaming_table(schema=...)`` (DDL or ``StructType``),
             with or without ``__START_AT``/``__END_AT``; None to take the columns from the source.
+        small_bytes: an SCD 2 target whose files add up to at most this many bytes has its batches committed by
+            the driver (``framework.cdc.small``); 0 (the default): always a Delta MERGE.
     """
 
     def __init__(self, spark: SparkSession, spec: ApplyChanges, target_name: str, target_path: str,
-                 state_path: str, target_schema: Any = None) -> None:
+                 state_path: str, target_schema: Any = None, small_bytes: int = 0) -> None:
         self.spec = spec  # checked where it was declared (framework.api), the rules relating its fields included
-        super().__init__(spark, target_name, target_path, state_path, target_schema)
+        super().__init__(spark, target_name, target_path, state_path, target_schema, small_bytes)
         # column plans by (source columns, target exists): only this object writes the target while it lives
         self._plans: dict[tuple[tuple[str, ...], bool], ColumnPlan] = {}
 

@@ -377,8 +377,8 @@ class FlowExecutor:
         path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
         checkpoint = self._checkpoint()
-        target = ApplyChangesTarget(self.env.spark, spec, self.dataset.name, path,
-                                    self._cdc_state_path(), target_schema=self.dataset.schema)
+        target = ApplyChangesTarget(self.env.spark, spec, self.dataset.name, path, self._cdc_state_path(),
+                                    target_schema=self.dataset.schema, small_bytes=self.env.small_input_bytes)
         target.check_compatible()
         app_id = f"{self.key}-{generation_id(checkpoint)}"
         with self.router.activate(self.reader) as reader:

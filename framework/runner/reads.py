@@ -26,7 +26,7 @@ from framework.errors import PipelineError
 from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
 from framework.runner.sizing import InputLog
-from framework.runner.small_results import pinned_parquet
+from framework.small_tables import pinned_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -196,7 +196,7 @@ class ExecuteReader(FlowReader):
     prebuilt: dict[SourceKey, DataFrame] = field(default_factory=dict)
     sources: list[CloudSource] = field(default_factory=list)
     views: list[ViewCheck] = field(default_factory=list)
-    # batch reads of small pipeline tables may be pinned to their live files (small_results.pinned_parquet): a
+    # batch reads of small pipeline tables may be pinned to their live files (small_tables.pinned_parquet): a
     # materialized view's query, built at each recompute and run at once
     pinned_reads: bool = False
 

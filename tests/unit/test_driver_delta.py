@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from framework.delta_log import protocol_and_metadata
-from framework.driver_delta import NeedsSpark, append_rows
+from framework.delta_log import protocol_and_metadata, replay
+from framework.driver_delta import NeedsSpark, append_arrow, append_rows, overwrite_arrow
 from framework.events import EVENT_LOG_DDL, event_log_schema
 
 SCHEMA = StructType([StructField("id", LongType()), StructField("name", StringType()),
@@ -49,7 +49,8 @@ def test_a_version_taken_meanwhile_is_skipped_not_overwritten(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("protocol", "metadata", "reason"), [
-    ({"minReaderVersion": 3, "minWriterVersion": 7, "writerFeatures": ["deletionVectors"]}, {}, "protocol"),
+    ({"minReaderVersion": 3, "minWriterVersion": 7, "writerFeatures": ["deletionVectors", "rowTracking"]}, {},
+     "protocol"),
     ({"minReaderVersion": 1, "minWriterVersion": 4}, {}, "protocol"),
     ({"minReaderVersion": 1, "minWriterVersion": 2}, {"partitionColumns": ["id"]}, "partitioned"),
     ({"minReaderVersion": 1, "minWriterVersion": 2},
@@ -89,3 +90,47 @@ def test_the_event_log_schema_is_parsed_without_a_jvm() -> None:
         "struct<fatal:boolean,exceptions:array<struct<class_name:string,message:string,error_class:string>>>")
     assert "control_plane_seq_no" in EVENT_LOG_DDL and schema["sequence"].dataType.simpleString() == (
         "struct<data_plane_id:struct<instance:string,seq_no:bigint>,control_plane_seq_no:bigint>")
+
+
+def _rows(table: Path) -> list[int]:
+    state = replay(table)
+    assert state is not None
+    return sorted(r["id"] for f in state.files for r in pq.read_table(table / f).to_pylist())
+
+
+def test_a_batch_committed_under_a_txn_is_written_once(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    table = tmp_path / "t"
+    data = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"],
+                     "at": pa.array([None, None], pa.timestamp("us", tz="UTC"))})
+    assert append_arrow(table, SCHEMA, data, txn=("app", 0)) == 0
+    assert append_arrow(table, SCHEMA, data, txn=("app", 0)) is None  # a replay: nothing written
+    assert append_arrow(table, SCHEMA, data, txn=("other", 0)) == 1
+    assert replay(table).transactions == {"app": 0, "other": 0}  # type: ignore[union-attr]
+    assert overwrite_arrow(table, SCHEMA, data.slice(0, 1), txn=("app", 1), read_version=1) == 2
+    assert overwrite_arrow(table, SCHEMA, data, txn=("app", 1)) is None
+    assert _rows(table) == [1]
+    with pytest.raises(NeedsSpark, match="moved from version 1 to 2"):
+        overwrite_arrow(table, SCHEMA, data, txn=("app", 2), read_version=1)
+    assert _rows(table) == [1] and len(list(table.glob("*.parquet"))) == 3  # the refused file is gone
+
+
+def test_deletion_vectors_are_written_around_while_no_live_file_has_one(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    log = table / "_delta_log"
+    log.mkdir(parents=True)
+    meta = {"id": "x", "format": {"provider": "parquet", "options": {}}, "schemaString": SCHEMA.json(),
+            "partitionColumns": [], "configuration": {"delta.enableDeletionVectors": "true"}}
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors", "invariants", "appendOnly"]}
+    (log / f"{0:020d}.json").write_text(json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": meta}))
+    assert append_rows(table, SCHEMA, [{"id": 1}]) == 1
+    add = {"path": "x.parquet", "partitionValues": {}, "size": 1, "modificationTime": 0, "dataChange": True,
+           "deletionVector": {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f", "offset": 1,
+                              "sizeInBytes": 34, "cardinality": 1}}
+    (log / f"{2:020d}.json").write_text(json.dumps({"add": add}) + "\n")
+    import pyarrow as pa
+
+    with pytest.raises(NeedsSpark, match="live files"):
+        overwrite_arrow(table, SCHEMA, pa.table({"id": pa.array([5], pa.int64())}))

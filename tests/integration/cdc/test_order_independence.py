@@ -67,14 +67,15 @@ def model_scd2(events: list[Event]) -> list[tuple[Any, ...]]:
 
 
 def run_batches(spark: SparkSession, root: Path, spec: ApplyChanges, batches: list[list[Event]],
-                seed: int) -> list[tuple[Any, ...]]:
+                seed: int, small_bytes: int = 0) -> list[tuple[Any, ...]]:
     target = None
     rng = random.Random(seed)
     update, batch_id = 0, 0
     for batch in batches:
         if target is None or rng.random() < 0.5:  # a new update: new target object, new app id
             update, batch_id = update + 1, 0
-            target = ApplyChangesTarget(spark, spec, "prop", str(root / "t"), str(root / "s"))
+            target = ApplyChangesTarget(spark, spec, "prop", str(root / "t"), str(root / "s"),
+                                        small_bytes=small_bytes)
         target.apply_batch(spark.createDataFrame(batch, SCHEMA), batch_id, f"update-{update}")
         batch_id += 1
     assert target is not None
@@ -92,11 +93,14 @@ def test_scd1_order_independent(spark: SparkSession, tmp_path_factory: pytest.Te
     assert got == model_scd1(events, keep_sequence), f"seed={seed} batches={batches}"
 
 
+@pytest.mark.parametrize("small_bytes", [0, 1 << 20], ids=["merge", "driver-commits"])
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
-def test_scd2_order_independent(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int) -> None:
+def test_scd2_order_independent(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int,
+                                small_bytes: int) -> None:
+    """Both ways of writing a batch: a Delta MERGE, and the driver's commit of a small target (cdc/small.py)."""
     events, batches = scenario(seed)
     spec = ApplyChanges(source="s", keys=("id",), sequence_by="seq", apply_as_deletes="op = 'D'",
                         except_column_list=("op", "seq"), stored_as_scd_type=2)
-    got = run_batches(spark, tmp_path_factory.mktemp("scd2"), spec, batches, seed)
+    got = run_batches(spark, tmp_path_factory.mktemp("scd2"), spec, batches, seed, small_bytes)
     assert got == model_scd2(events), f"seed={seed} batches={batches}"

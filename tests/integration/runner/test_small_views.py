@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from framework.driver_delta import ENGINE_INFO
 from framework.runner.update import UpdateOptions, UpdateResult, run_update
 from framework.spec import PipelineSpec
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
@@ -88,8 +89,12 @@ def test_a_view_whose_table_has_deletion_vectors_goes_through_spark(spark: Spark
     spark.sql(f"ALTER TABLE delta.`{view}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     write_json_lines(landing, "b.json", ['{"id":2,"country":"BE","amount":1.0}'])
     _update(spec, spark)
+    assert _engines(view)[-1] == ENGINE_INFO  # the feature alone: no file has a deletion vector to keep
+    spark.sql(f"DELETE FROM delta.`{view}` WHERE country = 'BE'")  # now one file has one
+    write_json_lines(landing, "c.json", ['{"id":3,"country":"FR","amount":1.0}'])
+    _update(spec, spark)
     assert _engines(view)[-1].startswith("Apache-Spark")
-    assert sorted(r.country for r in spark.read.format("delta").load(str(view)).collect()) == ["BE", "NL"]
+    assert sorted(r.country for r in spark.read.format("delta").load(str(view)).collect()) == ["BE", "FR", "NL"]
 
 
 def test_a_views_reads_of_small_tables_see_exactly_the_live_files(spark: SparkSession, tmp_path: Path) -> None:
@@ -108,7 +113,7 @@ def test_a_views_reads_of_small_tables_see_exactly_the_live_files(spark: SparkSe
 
 def test_live_files_replayed_on_the_driver_are_sparks(spark: SparkSession, tmp_path: Path) -> None:
     from framework.delta_log import checkpoint_version, live_files
-    from framework.runner.small_results import pinned_parquet
+    from framework.small_tables import pinned_parquet
 
     path = str(tmp_path / "t")
     for i in range(12):  # Delta checkpoints version 10
@@ -125,4 +130,8 @@ def test_live_files_replayed_on_the_driver_are_sparks(spark: SparkSession, tmp_p
     assert sorted(r.id for r in pinned.collect()) == sorted(i for i in range(120) if i % 10)
     assert pinned_parquet(spark, path, 10) is None  # over the size limit: read through Delta
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
-    assert pinned_parquet(spark, path, 1 << 30) is None  # reader features: read through Delta
+    # the feature alone changes nothing: no file has a deletion vector yet
+    with_feature = pinned_parquet(spark, path, 1 << 30)
+    assert with_feature is not None and sorted(r.id for r in with_feature.collect()) == sorted(r.id for r in pinned.collect())
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 11")  # now one does
+    assert pinned_parquet(spark, path, 1 << 30) is None  # read through Delta

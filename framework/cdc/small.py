@@ -1,0 +1,121 @@
+"""Small SCD 2 targets: each batch committed by the driver instead of a Delta MERGE.
+
+A MERGE into a target of a few thousand rows costs about as much as one into a large table: on two cores, 1.5-3 s
+of small Spark jobs per batch (state reconstruction of the target and of the tombstones for each new version,
+the MERGE's scan, write and deletion-vector jobs, its commit). When the target's live files add up to at most
+``small_updates.max_input_bytes`` (``conf/spark.yaml``; the runner passes it as ``TargetContext.small_bytes``),
+a batch instead:
+
+1. reads the target and the tombstones from their live Parquet files (``framework.small_tables``);
+2. computes the same changes as the MERGE path (``Scd2Applier``), collected as Arrow in one job;
+3. rebuilds the target's rows as the MERGE would leave them (rows of deleted or updated versions out, updated and
+   inserted versions in: matched on the keys and ``__START_AT``, as the MERGE's condition) in one more job;
+4. commits them with the driver (``framework.driver_delta.overwrite_arrow``: one new file, every old one removed)
+   with the batch's ``txn`` action, so that a replayed batch writes nothing, exactly as the MERGE's
+   ``txnAppId``/``txnVersion``; the new tombstones are appended the same way.
+
+Only targets the driver may write qualify (see ``framework.driver_delta``: no partitions, column mapping,
+constraints or live deletion vectors), and not those that record a change data feed: a consumer of the feed
+must see a MERGE's updates, not every row deleted and inserted again. A target that grows past the limit goes
+back to the MERGE; both paths read and write the same ``txn`` actions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from framework.cdc.columns import START_AT
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from framework.cdc.context import TargetContext
+
+ACTION = "__action"
+
+
+def small_version(ctx: TargetContext) -> int | None:
+    """The target's version when the driver may commit its next batch (see above); None: MERGE it."""
+    import json
+
+    from pyspark.sql.types import StructType
+
+    from framework.driver_delta import NeedsSpark, check_overwrite
+    from framework.small_tables import arrow_writable, plain_files
+
+    found = plain_files(ctx.target_path, ctx.small_bytes)
+    if found is None:
+        return None
+    version, metadata, _files = found
+    if str((metadata.get("configuration") or {}).get("delta.enableChangeDataFeed", "false")).lower() == "true":
+        return None
+    schema = StructType.fromJson(json.loads(metadata["schemaString"]))
+    if not arrow_writable(schema):
+        return None
+    try:
+        check_overwrite(ctx.target_path, schema)
+    except NeedsSpark:
+        return None
+    return version
+
+
+def read_pinned(ctx: TargetContext, path: str) -> DataFrame | None:
+    """A small table of the target (the target itself, the tombstones) read from its live files, or through
+    Delta when it does not qualify; None when it does not exist."""
+    from framework.cdc.storage import delta_exists
+    from framework.small_tables import pinned_parquet
+
+    if not delta_exists(ctx.spark, path):
+        return None
+    pinned = pinned_parquet(ctx.spark, path, ctx.small_bytes)
+    return pinned if pinned is not None else ctx.read(path)
+
+
+def commit_versions(ctx: TargetContext, keys: list[str], changes: Any, version: int,
+                    txn: tuple[str, int]) -> dict[str, int] | None:
+    """Commit the target's rows after ``changes`` (Arrow: the versions with their ``__action``) with the driver.
+
+    Returns the MERGE's counts, None when ``txn`` was committed already. Raises ``NeedsSpark`` when the driver
+    must not commit (the target moved past ``version`` meanwhile, or changed into a table only Delta writes)."""
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from framework.driver_delta import NeedsSpark, checkpoint_if_due, overwrite_arrow
+    from framework.small_tables import pinned_parquet
+
+    target = pinned_parquet(ctx.spark, ctx.target_path, ctx.small_bytes)
+    if target is None:
+        raise NeedsSpark("the target no longer qualifies")
+    matched = [*keys, START_AT]
+    source = ctx.spark.createDataFrame(changes)
+    touched = source.filter(F.col(ACTION).isin("update", "delete")).select(*matched)
+    existing = target.select(*matched)
+    rows = (target.join(touched, matched, "left_anti")
+            .unionByName(source.filter(F.col(ACTION) == "update").join(existing, matched, "left_semi")
+                         .select(*target.columns))
+            .unionByName(source.filter(F.col(ACTION) == "insert").join(existing, matched, "left_anti")
+                         .select(*target.columns)))
+    committed = overwrite_arrow(ctx.target_path, target.schema, rows.toArrow(), txn=txn, read_version=version)
+    if committed is None:
+        return None
+    checkpoint_if_due(ctx.spark, ctx.target_path)
+    actions = changes.column(ACTION)
+    return {f"num_{name}_rows": int(pc.sum(pc.equal(actions, action)).as_py() or 0)
+            for name, action in (("inserted", "insert"), ("updated", "update"), ("deleted", "delete"))}
+
+
+def append_small(ctx: TargetContext, path: str, schema: StructType, rows: Any, txn: tuple[str, int]) -> bool:
+    """Append Arrow ``rows`` of ``schema`` to a state table with the driver (``txn`` skips a replay); False when
+    Spark must append them."""
+    from framework.driver_delta import NeedsSpark, append_arrow, checkpoint_if_due
+    from framework.small_tables import arrow_writable
+
+    if ctx.small_bytes <= 0 or not arrow_writable(schema):
+        return False
+    try:
+        append_arrow(path, schema, rows, txn=txn)
+    except NeedsSpark:
+        return False
+    checkpoint_if_due(ctx.spark, path)
+    return True
