@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 ENGINE_INFO = "medallion-framework driver commit"
-CHECKPOINT_EVERY = 20  # driver commits between two checkpoints (Delta's own interval is 10 Spark commits)
+CHECKPOINT_EVERY = 100  # driver commits between two checkpoints (Delta checkpoints every 10 of its own commits)
 _WHOLE_FILE_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "deletionVectors"})
 _COMMIT_ATTEMPTS = 5
 
@@ -174,9 +174,10 @@ def _unlink(table: Path, written: list[dict[str, Any]]) -> None:
         (table / data["path"]).unlink(missing_ok=True)
 
 
-def checkpoint_if_due(spark: SparkSession, path: str | Path, every: int = CHECKPOINT_EVERY) -> bool:
-    """Have Delta write a checkpoint (and clean up expired log files) when ``every`` commits or more came after
-    the newest one. Returns True when it wrote one."""
+def checkpoint_if_due(spark: SparkSession, path: str | Path, every: int | None = None) -> bool:
+    """Have Delta write a checkpoint (and clean up expired log files) when ``every`` (default
+    :data:`CHECKPOINT_EVERY`) commits or more came after the newest one. Returns True when it wrote one."""
+    every = CHECKPOINT_EVERY if every is None else every
     versions, newest_checkpoint = checkpoint_version(path)
     if not versions or versions[-1] - max(newest_checkpoint, 0) < every:
         return False

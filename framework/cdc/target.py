@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -17,6 +18,7 @@ from framework.cdc.storage import (
     TxnWriter,
     create_table,
     delta_exists,
+    local_path,
     read_metadata,
     remove_tree,
     write_metadata,
@@ -151,10 +153,18 @@ class ApplyChangesTarget(CdcTargetBase):
         if self.schema is not None:
             schema_columns = [f.name for f in self.schema.fields if f.name not in SCD2_COLUMNS]
         elif delta_exists(self.spark, self.target_path):
-            existing = self._ctx.read(self.target_path).columns
-            schema_columns = [c for c in existing if c not in SCD2_COLUMNS]
+            schema_columns = [c for c in self._target_columns() if c not in SCD2_COLUMNS]
         ctu = columns_to_update_source(self.spec.columns_to_update)
         return plan_columns(self.spec, batch_df.columns, self.name, schema_columns, exclude=[ctu] if ctu else [])
+
+    def _target_columns(self) -> list[str]:
+        """The existing target's columns: from its log on the driver (no Spark), else through Delta."""
+        from framework.delta_log import protocol_and_metadata
+
+        found = protocol_and_metadata(local_path(self.target_path))
+        if found is not None and found[2] is not None:
+            return [f["name"] for f in json.loads(found[2]["schemaString"])["fields"]]
+        return list(self._ctx.read(self.target_path).columns)
 
     def _casts(self) -> dict[str, Any]:
         if self.schema is None:

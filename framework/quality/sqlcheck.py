@@ -17,6 +17,7 @@ import atexit
 import logging
 import re
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -143,6 +144,8 @@ def parse_problem(sql: str, *, launch: bool = True) -> str | None:
     jvm = _jvm(launch)
     if jvm is None:
         return "; ".join(lexical) or None
+    if sql in _parsed_ok:
+        return None
     from py4j.protocol import Py4JJavaError
 
     parser = getattr(getattr(jvm.org.apache.spark.sql.catalyst.parser, "CatalystSqlParser$"), "MODULE$")
@@ -153,7 +156,16 @@ def parse_problem(sql: str, *, launch: bool = True) -> str | None:
         return _first_line(str(error.java_exception.getMessage()))
     except Exception as error:
         return _first_line(str(error))
+    _parsed_ok.add(sql)
     return None
+
+
+# What parsed, and what resolved to a boolean against a schema, once: the same answer every time after (a warm
+# session validates the same rules against the same schemas at every update; each answer is a py4j round trip
+# and an analysis). Failures are not kept: a function registered later may make them resolve.
+_parsed_ok: set[str] = set()
+_resolved_ok: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
+_empty_frames: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def analysis_problem(spark: SparkSession, sql: str, schema: StructType) -> tuple[str, str] | None:
@@ -165,7 +177,14 @@ def analysis_problem(spark: SparkSession, sql: str, schema: StructType) -> tuple
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql.types import BooleanType, NullType
 
-    empty = spark.createDataFrame([], schema)
+    schema_json = schema.json()
+    resolved_ok = _resolved_ok.setdefault(spark, set())
+    if (schema_json, sql) in resolved_ok:
+        return None
+    frames = _empty_frames.setdefault(spark, {})
+    empty = frames.get(schema_json)
+    if empty is None:
+        empty = frames[schema_json] = spark.createDataFrame([], schema)
     try:
         with quiet_spark_errors():
             resolved = empty.selectExpr(sql).schema
@@ -183,6 +202,7 @@ def analysis_problem(spark: SparkSession, sql: str, schema: StructType) -> tuple
     data_type = resolved.fields[0].dataType
     if not isinstance(data_type, BooleanType | NullType):
         return "CONSTRAINT_NOT_BOOLEAN", f"the constraint returns {data_type.simpleString()}, not boolean"
+    resolved_ok.add((schema_json, sql))
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType, _parse_datatype_string
 
@@ -62,14 +63,16 @@ def test_spark_and_driver_commits_interleave_and_checkpoints_are_deltas(spark: S
                           *[10 * i + 1 for i in range(1, 25)]])
 
 
-def test_views_recomputed_by_the_driver_are_checkpointed(spark: SparkSession, tmp_path: Path) -> None:
+def test_views_recomputed_by_the_driver_are_checkpointed(spark: SparkSession, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from framework.delta_log import live_files
     from framework.runner.small_results import overwrite_small
 
+    monkeypatch.setattr("framework.driver_delta.CHECKPOINT_EVERY", 20)
     path = str(tmp_path / "v")
     for i in range(22):
         assert overwrite_small(spark.range(i, i + 3).toDF("id"), path, 1 << 20, description=None, configuration={})
-    assert checkpoint_version(path)[1] == 20  # one every 20 driver commits: a view refreshed every second
+    assert checkpoint_version(path)[1] == 20  # one every CHECKPOINT_EVERY driver commits
     files = live_files(path)
     assert files is not None and len(files) == 1
     assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [21, 22, 23]
