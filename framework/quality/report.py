@@ -28,7 +28,7 @@ from framework.quality.report_model import QuarantineSample, Report, UpdateStats
 from framework.quality.rules import load_rules
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from framework.declarations import Expectation
 
@@ -131,9 +131,15 @@ def collect_report(
 def read_events(
     spark: SparkSession, path: str, update_id: str | None, last_updates: int
 ) -> list[dict[str, Any]]:
-    """The events of the last ``last_updates`` updates (up to ``update_id``) as dicts, oldest first."""
+    """The events of the last ``last_updates`` updates (up to ``update_id``) as dicts, oldest first: read on the
+    driver (``event_rows``), or through Delta when the log's files cannot be read that way."""
     from pyspark.sql import functions as F
 
+    from framework.quality.event_rows import driver_events
+
+    found = driver_events(path, update_id, last_updates)
+    if found is not None:
+        return found
     log = spark.read.format("delta").load(path)
     wanted = ["create_update", "update_progress", "flow_progress"]
     starts = (
@@ -167,6 +173,14 @@ def read_events(
     return [r.asDict() for r in rows]
 
 
+def _read_small(spark: SparkSession, path: str) -> DataFrame:
+    """A table read from its live files when they allow it (no state reconstruction), else through Delta."""
+    from framework.small_tables import pinned_parquet
+
+    pinned = pinned_parquet(spark, path, 1 << 28)
+    return pinned if pinned is not None else spark.read.format("delta").load(path)
+
+
 def quarantine_samples(
     spark: SparkSession, root: Path, update: UpdateStats, limit: int
 ) -> list[QuarantineSample]:
@@ -179,7 +193,7 @@ def quarantine_samples(
         table = root / TABLES_SUBPATH / f"{dataset}{QUARANTINE_SUFFIX}"
         if dataset.endswith(QUARANTINE_SUFFIX) or not (table / "_delta_log").is_dir():
             continue
-        df = spark.read.format("delta").load(str(table))
+        df = _read_small(spark, str(table))
         if UPDATE_ID_COLUMN in df.columns:
             df = df.where(F.col(UPDATE_ID_COLUMN) == update.update_id)
         if QUARANTINED_AT_COLUMN in df.columns:

@@ -77,3 +77,22 @@ def test_report_of_an_earlier_update_and_errors(spark, storage_with_runs: Path, 
     with pytest.raises(PipelineError) as caught:
         build_report(spark, tmp_path / "empty", out_dir=tmp_path)
     assert caught.value.code == "EVENT_LOG_NOT_FOUND"
+
+
+@pytest.mark.parametrize("update_id", [None, "u-001", "missing"])
+def test_events_read_on_the_driver_are_the_ones_delta_reads(  # type: ignore[no-untyped-def]
+        spark, storage_with_runs: Path, monkeypatch: pytest.MonkeyPatch, update_id: str | None) -> None:
+    from framework.quality import event_rows
+    from framework.quality.report import read_events
+
+    path = str(storage_with_runs / "system" / "events")
+    driver = read_events(spark, path, update_id, 20)
+    monkeypatch.setattr(event_rows, "driver_events", lambda *args: None)
+    through_delta = read_events(spark, path, update_id, 20)
+
+    def key(e: dict) -> tuple:
+        return e["timestamp"], e["seq"] or 0, e["event_type"], e["flow_name"] or ""
+
+    assert driver and sorted(driver, key=key) == sorted(through_delta, key=key)
+    assert driver == sorted(driver, key=lambda e: (e["timestamp"], e["seq"] or 0))  # oldest first
+    assert {e["update_id"] for e in driver} == ({"u-001"} if update_id == "u-001" else {"u-001", "u-002"})
