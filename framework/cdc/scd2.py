@@ -134,19 +134,27 @@ class Scd2Applier:
     def _apply_small(self, all_changes: DataFrame, batch_id: int, app_id: str, version: int,
                      num_deletes: int) -> dict[str, Any] | None:
         """The same writes committed by the driver (``framework.cdc.small``); a MERGE when it must not."""
+        import pyarrow.compute as pc
+        from pyspark.sql.types import StructField
+
         from framework.driver_delta import NeedsSpark
 
         data = all_changes.toArrow()
-        changes = self.ctx.spark.createDataFrame(data, all_changes.schema)
         try:
             counts = commit_versions(self.ctx, list(self.plan.keys), data, version, (app_id, batch_id))
         except NeedsSpark:
+            changes = self.ctx.spark.createDataFrame(data, all_changes.schema)
             counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
         if num_deletes:
-            tombstones = self._tombstones(changes)
+            keys = list(self.plan.keys)
+            rows = (data.filter(pc.equal(data.column(ACTION), "tombstone")).select([*keys, START_AT])
+                    .rename_columns([*keys, SEQ]))
+            schema = StructType([*(all_changes.schema[k] for k in keys),
+                                 StructField(SEQ, all_changes.schema[START_AT].dataType)])
             txn = (f"{app_id}/tombstones", batch_id)
-            if not append_small(self.ctx, self.tombstones_path, tombstones.schema, tombstones.toArrow(), txn):
-                self.ctx.writer.append(tombstones, self.tombstones_path, txn[0], batch_id)
+            if not append_small(self.ctx, self.tombstones_path, schema, rows, txn):
+                self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, schema), self.tombstones_path, txn[0],
+                                       batch_id)
         return counts
 
     def _timeline(self, new: DataFrame) -> tuple[StructType, DataFrame]:
