@@ -26,6 +26,7 @@ from framework.runner.catalog import CatalogPublisher, PublishedTable
 from framework.runner.environment import UpdateEnvironment
 from framework.runner.execute import Execution, flow_events
 from framework.runner.lock import update_lock
+from framework.runner.prewarm import note_written
 from framework.runner.progress import ConsoleListener, EventLogListener, Listeners, ProgressListener
 from framework.runner.proxy import SessionProxy, mapped_writer_paths
 from framework.runner.reads import ReadRouter
@@ -157,6 +158,8 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
                 events.min_commit_interval_s = float(spec.configuration.get(EVENT_COMMIT_KEY, "10"))
                 _run_continuously(router, graph, selected, listener, execution, options)
         refused = publish_tables(env, graph)
+        note_written(env.table_path(loaded.registry, f.target) for f in result.flows
+                     if f.status == "COMPLETED" and result.kinds.get(f.target) == "streaming_table")
         if refused:
             names = ", ".join(f"'{t.name}' ({t.path})" for t in refused)
             listener.note(f"not registered in the local catalog (Spark's local catalog allows only letters, digits "

@@ -150,6 +150,23 @@ class Server:
                     self.active = None
             job.done.set()
             self._log(f"exit {code} (session reset in {time.monotonic() - reset:.2f} s)")
+            self._prepare_next()
+
+    def _prepare_next(self) -> None:
+        """What the next update would compute first, computed now that the command has its answer
+        (``framework.runner.prewarm``), until a command arrives."""
+        from framework.runner.prewarm import warm_written
+
+        if self.spark is None:
+            return
+        started = time.monotonic()
+        try:
+            warmed = warm_written(self.spark, should_stop=lambda: not self.jobs.empty())
+        except Exception as exc:  # an optimisation only
+            self._log(f"could not prepare the next update: {type(exc).__name__}: {exc}")
+            return
+        if warmed:
+            self._log(f"state of {warmed} tables written computed in {time.monotonic() - started:.2f} s")
 
     def status(self) -> dict[str, Any]:
         """What ``PING`` answers: pid, repository, socket, idle timeout, start time, commands served, busy."""
