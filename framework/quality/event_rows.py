@@ -1,4 +1,4 @@
-"""The report's events read on the driver, without Spark.
+"""The report's events, and the count of an update's quarantined rows, read on the driver without Spark.
 
 The event log is small and its files are plain Parquet (``framework.small_tables.plain_files``): reading them with
 pyarrow and selecting in Python costs milliseconds, where a Delta read costs the state reconstruction of a log that
@@ -37,7 +37,12 @@ def driver_events(path: str, update_id: str | None, last_updates: int) -> list[d
     return sorted(selected, key=lambda e: (e["timestamp"] or datetime.min, e["seq"] or 0))
 
 
-def _rows(path: str) -> list[dict[str, Any]] | None:
+def driver_count(path: str, column: str, value: str) -> int | None:
+    """How many rows of the table at ``path`` have ``column`` equal to ``value`` (all its rows when the table has
+    no such column), from its live files; None when they cannot be read this way."""
+    import json
+
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from framework.small_tables import plain_files
@@ -45,13 +50,46 @@ def _rows(path: str) -> list[dict[str, Any]] | None:
     found = plain_files(path, MAX_BYTES)
     if found is None:
         return None
-    rows: list[dict[str, Any]] = []
+    _version, metadata, files = found
+    has_column = column in [f["name"] for f in json.loads(metadata["schemaString"])["fields"]]
+    total = 0
     try:
-        for name in found[2]:
-            file = name if urlsplit(name).scheme or name.startswith("/") else str(Path(path) / unquote(name))
-            rows += pq.read_table(file.removeprefix("file:"), columns=_COLUMNS).to_pylist()
+        for name in files:
+            parquet = pq.ParquetFile(_local(path, name))
+            if not has_column:
+                total += parquet.metadata.num_rows
+            elif column in parquet.schema_arrow.names:  # a file older than the column holds NULLs there
+                total += int(pc.sum(pc.equal(parquet.read(columns=[column]).column(column), value)).as_py() or 0)
     except (OSError, ValueError, KeyError):
         return None
+    return total
+
+
+def _tables(path: str, columns: list[str]) -> list[Any] | None:
+    """The live files of the Delta table at ``path`` as pyarrow Tables of ``columns``."""
+    import pyarrow.parquet as pq
+
+    from framework.small_tables import plain_files
+
+    found = plain_files(path, MAX_BYTES)
+    if found is None:
+        return None
+    try:
+        return [pq.read_table(_local(path, name), columns=columns) for name in found[2]]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _local(path: str, name: str) -> str:
+    file = name if urlsplit(name).scheme or name.startswith("/") else str(Path(path) / unquote(name))
+    return file.removeprefix("file:")
+
+
+def _rows(path: str) -> list[dict[str, Any]] | None:
+    tables = _tables(path, _COLUMNS)
+    if tables is None:
+        return None
+    rows: list[dict[str, Any]] = [row for t in tables for row in t.to_pylist()]
     for row in rows:
         row["timestamp"] = _as_spark_collects(row["timestamp"])
     return rows

@@ -187,12 +187,17 @@ def quarantine_samples(
     """Up to ``limit`` quarantined rows per dataset of ``update`` (its own rows when the table has them)."""
     from pyspark.sql import functions as F
 
+    from framework.quality.event_rows import driver_count
+
     samples = []
     names = sorted({d.dataset for d in update.datasets} | _quarantine_tables(root))
     for dataset in names:
         table = root / TABLES_SUBPATH / f"{dataset}{QUARANTINE_SUFFIX}"
         if dataset.endswith(QUARANTINE_SUFFIX) or not (table / "_delta_log").is_dir():
             continue
+        total = driver_count(str(table), UPDATE_ID_COLUMN, update.update_id)
+        if total == 0:
+            continue  # known from the files' own column, without a Spark job
         df = _read_small(spark, str(table))
         if UPDATE_ID_COLUMN in df.columns:
             df = df.where(F.col(UPDATE_ID_COLUMN) == update.update_id)
@@ -207,7 +212,8 @@ def quarantine_samples(
         rows = shown.limit(limit).collect()
         if not rows:
             continue
-        total = df.count()
+        if total is None:
+            total = df.count()
         samples.append(
             QuarantineSample(
                 dataset,
