@@ -16,7 +16,11 @@ empty storage on both sides, with the same Spark settings (``conf/spark.yaml``) 
 Wall times alternate between the two sides (``--runs`` each, medians); the ratio framework / spark-pipelines is
 printed last. Both sides' output tables are read back and compared (row counts of the three tables).
 
-Run: ``.venv/bin/python -m bench.bench_peer [--scale X] [--runs N]``.
+With ``--warm`` the framework's side goes through a warm ``medallion serve`` (issue 21: started once in the work
+folder, ``--warmup`` untimed updates first; each timed run is still a fresh CLI process and empty storage); the
+peer has no warm mode and runs as above.
+
+Run: ``.venv/bin/python -m bench.bench_peer [--scale X] [--runs N] [--warm]``.
 """
 
 from __future__ import annotations
@@ -132,9 +136,11 @@ def sdp_phases(log: Path) -> str:
 
 def main() -> None:
     parser = common_args(__doc__ or "")
+    parser.add_argument("--warm", action="store_true",
+                        help="run the framework side through a warm `medallion serve` (issue 21)")
+    parser.add_argument("--warmup", type=int, default=3, help="with --warm: untimed updates through it first")
     args = parser.parse_args()
     from bench.bench_runner import FILES, ROWS_PER_FILE, generate_orders, json_files
-    from bench.harness import alternate
 
     venv = ensure_sdp_venv()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_peer_"))
@@ -159,6 +165,11 @@ def main() -> None:
         storage = work / "fw_storage"
         shutil.rmtree(storage, ignore_errors=True)
         out_dirs["framework"] = storage / "tables"
+        if args.warm:  # the CLI process forwards the command to the server started below
+            from bench.bench_serve import cli
+
+            cli(work, "run", str(fw_spec), "--storage", str(storage), "--no-report")
+            return
         run_process([sys.executable, "-m", "framework.cli", "run", str(fw_spec), "--storage", str(storage),
                      "--no-report"], REPO, None, logs / f"framework-{i}.log")
 
@@ -174,7 +185,7 @@ def main() -> None:
         print(f"    spark-pipelines phases: {sdp_phases(log)}", file=sys.stderr, flush=True)
 
     load_before = os.getloadavg()
-    cmp_ = alternate("peer: framework CLI / spark-pipelines run", framework, peer, args.runs)
+    cmp_ = _compare(args, work, framework, peer)
     cmp_.extra["load average before / after"] = f"{load_before} / {os.getloadavg()}"
     counts = check_outputs(out_dirs)
     cmp_.extra["rows per table (framework, spark-pipelines)"] = counts
@@ -182,6 +193,24 @@ def main() -> None:
                               "both writing Delta; framework without its HTML report (--no-report)")
     print(cmp_.report(), flush=True)
     write_json(args.json, cmp_)
+
+
+def _compare(args: Any, work: Path, framework: Any, peer: Any) -> Any:
+    """The alternating runs; with ``--warm``, the framework's through a server started (and stopped) here."""
+    from bench.harness import alternate
+
+    if not args.warm:
+        return alternate("peer: framework CLI / spark-pipelines run", framework, peer, args.runs)
+    from bench.bench_serve import cli
+
+    cli(work, "serve", "--idle-timeout", "1800")
+    try:
+        for i in range(args.warmup):
+            framework(-1 - i)
+        return alternate("peer: framework CLI through a warm `medallion serve` / spark-pipelines run", framework,
+                         peer, args.runs)
+    finally:
+        cli(work, "serve", "--stop")
 
 
 def check_outputs(out_dirs: dict[str, Path]) -> dict[str, Any]:
