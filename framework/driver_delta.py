@@ -141,6 +141,13 @@ def _txn_actions(txn: Txn | None) -> list[dict[str, Any]]:
     return [{"txn": {"appId": txn[0], "version": txn[1], "lastUpdated": int(time.time() * 1000)}}]
 
 
+def check_writable(protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> None:
+    """Raise :class:`NeedsSpark` when this writer must not commit to a table with this ``protocol`` and
+    ``metaData`` (the live files' deletion vectors are the caller's to check)."""
+    _check_protocol(protocol)
+    _check_metadata(metadata, None)
+
+
 def check_overwrite(path: str | Path, schema: StructType) -> None:
     """Raise :class:`NeedsSpark` when :func:`overwrite_arrow` would refuse the table (nothing is written)."""
     table = Path(path)

@@ -12,7 +12,7 @@ vectors, with no live file carrying one. The list is the table's as of the call:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
@@ -22,9 +22,24 @@ if TYPE_CHECKING:
 PLAIN_READER_FEATURES = frozenset({"deletionVectors"})  # harmless to a plain Parquet read while no file has one
 
 
-def plain_files(path: str, max_bytes: int) -> tuple[int, dict[str, Any], dict[str, dict[str, Any]]] | None:
-    """The table's version, ``metaData`` and live files (``add`` actions by path) when a plain Parquet read of
-    those files returns its rows (see above) and they add up to at most ``max_bytes``; None otherwise."""
+class PlainTable(NamedTuple):
+    """A table a plain Parquet read of its live files returns: its version, ``protocol`` and ``metaData``
+    actions, and its live files (``add`` actions by path)."""
+
+    version: int
+    protocol: dict[str, Any]
+    metadata: dict[str, Any]
+    files: dict[str, dict[str, Any]]
+
+
+def file_path(table: str, name: str) -> str:
+    """Where an ``add`` action's file is: its path is relative to the table (URL-encoded) or an absolute URI."""
+    return name if urlsplit(name).scheme or name.startswith("/") else f"{table.rstrip('/')}/{unquote(name)}"
+
+
+def plain_files(path: str, max_bytes: int) -> PlainTable | None:
+    """The table (see :class:`PlainTable`) when a plain Parquet read of its live files returns its rows (see
+    above) and they add up to at most ``max_bytes``; None otherwise."""
     from framework.delta_log import live_files, protocol_and_metadata
 
     found = protocol_and_metadata(path) if max_bytes > 0 else None
@@ -41,7 +56,7 @@ def plain_files(path: str, max_bytes: int) -> tuple[int, dict[str, Any], dict[st
     if files is None or sum(int(f.get("size") or 0) for f in files.values()) > max_bytes \
             or any(f.get("deletionVector") for f in files.values()):
         return None
-    return version, metadata, files
+    return PlainTable(version, protocol, metadata, files)
 
 
 def pinned_parquet(spark: SparkSession, path: str, max_bytes: int) -> DataFrame | None:
@@ -52,13 +67,10 @@ def pinned_parquet(spark: SparkSession, path: str, max_bytes: int) -> DataFrame 
     found = plain_files(path, max_bytes)
     if found is None:
         return None
-    _version, metadata, files = found
-    schema = StructType.fromJson(json.loads(metadata["schemaString"]))
-    if not files:
+    schema = StructType.fromJson(json.loads(found.metadata["schemaString"]))
+    if not found.files:
         return spark.createDataFrame([], schema)
-    # an add's path is relative to the table (URL-encoded) or an absolute URI
-    paths = [p if urlsplit(p).scheme or p.startswith("/") else f"{path.rstrip('/')}/{unquote(p)}" for p in files]
-    return spark.read.schema(schema).parquet(*paths)
+    return spark.read.schema(schema).parquet(*(file_path(path, name) for name in found.files))
 
 
 def arrow_writable(schema: StructType) -> bool:

@@ -15,6 +15,7 @@ from framework.errors import CdcError
 
 START_AT = "__START_AT"
 END_AT = "__END_AT"
+ACTION = "__action"  # what an SCD 2 batch does to a version: insert, update, delete, tombstone
 SCD2_COLUMNS = (START_AT, END_AT)
 
 _COLUMN_REPR = re.compile(r"Column<'(.*)'>", re.S)

@@ -31,7 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from framework.cdc.columns import END_AT, START_AT, ColumnPlan
+from framework.cdc.columns import ACTION, END_AT, START_AT, ColumnPlan
 from framework.cdc.context import (
     TargetContext,
     key_join,
@@ -55,7 +55,6 @@ from framework.cdc.events import (
 from framework.cdc.metrics import CdcMetrics
 from framework.cdc.small import append_small, commit_versions, read_pinned, small_version
 
-ACTION = "__action"
 OLD = "__old"
 OLD_END = "__old_end"
 NEW = "__new"
@@ -78,6 +77,7 @@ class Scd2Applier:
         # and the batch's append creates it.
         self.new_target = new_target
         self.pinned = False  # this batch reads the target and tombstones from their files (framework.cdc.small)
+        self.target_rows: DataFrame | None = None  # the target as this batch read it, when pinned
 
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
         """Apply one batch of prepared events (see ``events.prepare_events``)."""
@@ -141,7 +141,9 @@ class Scd2Applier:
 
         data = all_changes.toArrow()
         try:
-            counts = commit_versions(self.ctx, list(self.plan.keys), data, version, (app_id, batch_id))
+            assert self.target_rows is not None  # read by _timeline
+            counts = commit_versions(self.ctx, self.target_rows, list(self.plan.keys), data, version,
+                                     (app_id, batch_id))
         except NeedsSpark:
             changes = self.ctx.spark.createDataFrame(data, all_changes.schema)
             counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
@@ -178,8 +180,8 @@ class Scd2Applier:
             existing = self.ctx.spark.createDataFrame([], self.new_target)
         else:
             current = read_pinned(self.ctx, self.ctx.target_path) if self.pinned else None
-            existing = (current if current is not None else self.ctx.read(self.ctx.target_path)).join(
-                batch_keys, keys, "left_semi")
+            self.target_rows = current if current is not None else self.ctx.read(self.ctx.target_path)
+            existing = self.target_rows.join(batch_keys, keys, "left_semi")
         old = self._old_events(existing, batch_keys, tombstones)
         fresh = flagged_new(new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti"), existing.schema)
         return existing.schema, old.unionByName(fresh)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from framework.cdc.columns import START_AT
+from framework.cdc.columns import ACTION, START_AT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -32,32 +32,28 @@ if TYPE_CHECKING:
 
     from framework.cdc.context import TargetContext
 
-ACTION = "__action"
-
-
 def small_version(ctx: TargetContext) -> int | None:
     """The target's version when the driver may commit its next batch (see above); None: MERGE it."""
     import json
 
     from pyspark.sql.types import StructType
 
-    from framework.driver_delta import NeedsSpark, check_overwrite
+    from framework.driver_delta import NeedsSpark, check_writable
     from framework.small_tables import arrow_writable, plain_files
 
-    found = plain_files(ctx.target_path, ctx.small_bytes)
+    found = plain_files(ctx.target_path, ctx.small_bytes)  # no live deletion vector, small enough
     if found is None:
         return None
-    version, metadata, _files = found
-    if str((metadata.get("configuration") or {}).get("delta.enableChangeDataFeed", "false")).lower() == "true":
+    configuration = found.metadata.get("configuration") or {}
+    if str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true":
         return None
-    schema = StructType.fromJson(json.loads(metadata["schemaString"]))
-    if not arrow_writable(schema):
+    if not arrow_writable(StructType.fromJson(json.loads(found.metadata["schemaString"]))):
         return None
     try:
-        check_overwrite(ctx.target_path, schema)
+        check_writable(found.protocol, found.metadata)
     except NeedsSpark:
         return None
-    return version
+    return found.version
 
 
 def read_pinned(ctx: TargetContext, path: str) -> DataFrame | None:
@@ -72,21 +68,18 @@ def read_pinned(ctx: TargetContext, path: str) -> DataFrame | None:
     return pinned if pinned is not None else ctx.read(path)
 
 
-def commit_versions(ctx: TargetContext, keys: list[str], changes: Any, version: int,
+def commit_versions(ctx: TargetContext, target: DataFrame, keys: list[str], changes: Any, version: int,
                     txn: tuple[str, int]) -> dict[str, int] | None:
-    """Commit the target's rows after ``changes`` (Arrow: the versions with their ``__action``) with the driver.
+    """Commit the rows of ``target`` (the target as the batch read it, at ``version``) after ``changes`` (Arrow:
+    the versions with their ``__action``) with the driver.
 
     Returns the MERGE's counts, None when ``txn`` was committed already. Raises ``NeedsSpark`` when the driver
     must not commit (the target moved past ``version`` meanwhile, or changed into a table only Delta writes)."""
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
-    from framework.driver_delta import NeedsSpark, checkpoint_if_due, overwrite_arrow
-    from framework.small_tables import pinned_parquet
+    from framework.driver_delta import checkpoint_if_due, overwrite_arrow
 
-    target = pinned_parquet(ctx.spark, ctx.target_path, ctx.small_bytes)
-    if target is None:
-        raise NeedsSpark("the target no longer qualifies")
     matched = [*keys, START_AT]
     source = ctx.spark.createDataFrame(changes)
     touched = source.filter(F.col(ACTION).isin("update", "delete")).select(*matched)

@@ -10,9 +10,7 @@ Delta (a layout a plain read does not handle).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 MAX_BYTES = 1 << 28  # above this, Spark reads the log
 WANTED = ("create_update", "update_progress", "flow_progress")
@@ -50,11 +48,10 @@ def driver_count(path: str, column: str, value: str) -> int | None:
     found = plain_files(path, MAX_BYTES)
     if found is None:
         return None
-    _version, metadata, files = found
-    has_column = column in [f["name"] for f in json.loads(metadata["schemaString"])["fields"]]
+    has_column = column in [f["name"] for f in json.loads(found.metadata["schemaString"])["fields"]]
     total = 0
     try:
-        for name in files:
+        for name in found.files:
             parquet = pq.ParquetFile(_local(path, name))
             if not has_column:
                 total += parquet.metadata.num_rows
@@ -75,14 +72,15 @@ def _tables(path: str, columns: list[str]) -> list[Any] | None:
     if found is None:
         return None
     try:
-        return [pq.read_table(_local(path, name), columns=columns) for name in found[2]]
+        return [pq.read_table(_local(path, name), columns=columns) for name in found.files]
     except (OSError, ValueError, KeyError):
         return None
 
 
 def _local(path: str, name: str) -> str:
-    file = name if urlsplit(name).scheme or name.startswith("/") else str(Path(path) / unquote(name))
-    return file.removeprefix("file:")
+    from framework.small_tables import file_path
+
+    return file_path(path, name).removeprefix("file:")
 
 
 def _rows(path: str) -> list[dict[str, Any]] | None:
