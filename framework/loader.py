@@ -190,11 +190,14 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
         for p in added:
             if p in sys.path:
                 sys.path.remove(p)
-        # helper modules imported by this pipeline must not shadow a same-named helper of the next one
+        # helper modules imported by this pipeline must not shadow a same-named helper of the next one; installed
+        # packages stay, even in a virtualenv inside the pipeline's root (a second copy of pyspark's modules would
+        # make its own Column objects foreign to it)
+        installed = (sys.prefix.rstrip("/") + "/", sys.base_prefix.rstrip("/") + "/")
         for name in set(sys.modules) - modules_before:
             module_file = getattr(sys.modules[name], "__file__", None) or ""
-            if any(module_file.startswith(p.rstrip("/") + "/") for p in added) or \
-                    name.startswith(_MODULE_PREFIX):
+            if (any(module_file.startswith(p.rstrip("/") + "/") for p in added)
+                    and not module_file.startswith(installed)) or name.startswith(_MODULE_PREFIX):
                 sys.modules.pop(name, None)
     return LoadedPipeline(spec=spec, registry=registry, files=tuple(files), mapper=mapper)
 

@@ -563,3 +563,21 @@ def test_a_mixed_python_and_sql_pipeline_loads_with_the_real_sql_registration(tm
     assert gold.kind is DatasetKind.MATERIALIZED_VIEW
     assert gold.location.line == SQL_NOTEBOOK.splitlines().index(
         "CREATE MATERIALIZED VIEW gold AS SELECT * FROM silver") + 1
+
+
+def test_installed_packages_stay_imported_when_the_root_holds_the_virtualenv(tmp_path, monkeypatch) -> None:
+    """A spec whose root contains the virtualenv (``root: .`` of a repository with ``.venv``, run from another
+    folder): a package module first imported while loading stays, so there is one copy of it (two copies of
+    pyspark's modules made its Column objects foreign to it: `should be Column or str, got Column`)."""
+    venv = tmp_path / ".venv"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "lib" / "loader_test_installed_pkg.py").write_text("VALUE = 1\n")
+    (tmp_path / "loader_test_own_helper.py").write_text("VALUE = 2\n")
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.syspath_prepend(str(venv / "lib"))
+    for name in ("loader_test_installed_pkg", "loader_test_own_helper"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    spec = make_pipeline(tmp_path, {"p.py": "import loader_test_installed_pkg\nimport loader_test_own_helper\n"})
+    load_pipeline(spec)
+    assert "loader_test_installed_pkg" in sys.modules  # installed: kept
+    assert "loader_test_own_helper" not in sys.modules  # the pipeline's own helper: dropped, as before
