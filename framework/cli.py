@@ -233,7 +233,10 @@ def _graph(args: argparse.Namespace) -> Any:
     if args.static:
         return _static_graph(args)
     spec = _spec(args)  # before the runner's imports: a bad spec fails in a fraction of a second
+    from framework.runner.session import plan_one_command
     from framework.runner.update import validate_with_spark
+
+    plan_one_command(True)  # analysis only: no data is read
 
     return spec, validate_with_spark(spec)
 
@@ -283,8 +286,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         0 if the update succeeded, else 1.
     """
     spec = _spec(args)
+    from framework.runner.session import plan_one_command
+    from framework.runner.sizing import expected_small
     from framework.runner.update import UpdateOptions, run_update
+    from framework.settings import load_local_settings
 
+    if not (getattr(args, "continuous", False) or spec.continuous):  # a continuous run is a long-lived JVM
+        plan_one_command(expected_small(spec, load_local_settings().small_updates))
     stop = threading.Event()
     options = UpdateOptions(
         full_refresh=args.full_refresh,

@@ -19,10 +19,11 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "jars": frozenset({"cache_dir", "maven"}),
     "spark_conf": None,
     "driver_java_options": None,
-    "small_updates": frozenset({"max_input_bytes", "spark_conf"}),
+    "small_updates": frozenset({"max_input_bytes", "spark_conf", "driver_java_options"}),
 }
-# Top-level keys holding one value: `master`, the Spark master URL a session is built with (issue 21).
-SCALAR_KEYS = frozenset({"master"})
+# Top-level keys holding one value: `master`, the Spark master URL a session is built with, and
+# `class_data_sharing`, whether the driver JVM maps the archive `make setup` writes (framework/runner/cds.py).
+SCALAR_KEYS = frozenset({"master", "class_data_sharing"})
 # Set by `medallion run/validate --master URL`; wins over `master` in conf/spark.yaml.
 MASTER_ENV = "MEDALLION_SPARK_MASTER"
 
@@ -38,6 +39,8 @@ class SmallUpdates:
 
     max_input_bytes: int = 0  # 0: never
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # JVM options of a process that starts the JVM for one small update (framework/runner/sizing.py)
+    java_options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class LocalSparkSettings:
     small_updates: SmallUpdates = field(default_factory=SmallUpdates)
     driver_java_options: tuple[str, ...] = ()
     master: str | None = None  # None: spark_conf's spark.master (or spark-submit's --master)
+    class_data_sharing: bool = True
 
     def jar_paths(self) -> list[Path]:
         """Local paths of the configured Maven jars (``group:artifact:version`` → ``artifact-version.jar``)."""
@@ -76,17 +80,31 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     small = raw.get("small_updates") or {}
     try:
         small_updates = SmallUpdates(int(small.get("max_input_bytes", 0)),
-                                     {str(k): str(v) for k, v in (small.get("spark_conf") or {}).items()})
+                                     {str(k): str(v) for k, v in (small.get("spark_conf") or {}).items()},
+                                     _java_options(small, path, "small_updates.driver_java_options"))
     except (TypeError, ValueError, AttributeError) as exc:
-        raise EnvironmentSetupError(f"{path}: small_updates must hold max_input_bytes (a number of bytes) and "
-                                    f"spark_conf (a mapping): {exc}") from None
-    java_options = raw.get("driver_java_options") or []
-    if not isinstance(java_options, list) or not all(isinstance(o, str) for o in java_options):
-        raise EnvironmentSetupError(f"{path}: driver_java_options must be a list of JVM options (strings), "
-                                    f"got {java_options!r}")
+        raise EnvironmentSetupError(f"{path}: small_updates must hold max_input_bytes (a number of bytes), "
+                                    f"spark_conf (a mapping) and driver_java_options (a list): {exc}") from None
+    java_options = _java_options(raw, path, "driver_java_options")
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
                               jar_cache_dir=cache, small_updates=small_updates,
-                              driver_java_options=tuple(java_options), master=_master(raw, path))
+                              driver_java_options=tuple(java_options), master=_master(raw, path),
+                              class_data_sharing=_flag(raw, "class_data_sharing", path, default=True))
+
+
+def _java_options(raw: Mapping[str, Any], path: Path, key: str) -> tuple[str, ...]:
+    value = raw.get(key.rsplit(".", 1)[-1]) or []
+    if not isinstance(value, list) or not all(isinstance(o, str) for o in value):
+        raise EnvironmentSetupError(f"{path}: {key} must be a list of JVM options (strings), got {value!r}")
+    return tuple(value)
+
+
+def _flag(raw: Mapping[str, Any], key: str, path: Path, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise EnvironmentSetupError(f"{key} must be true or false, got {value!r}", code="INVALID_SPARK_SETTINGS",
+                                    file=str(path))
+    return value
 
 
 def _master(raw: Mapping[str, Any], path: Path) -> str | None:

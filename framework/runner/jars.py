@@ -56,6 +56,7 @@ def fetch(settings: LocalSparkSettings | None = None) -> list[Path]:
 
 
 JVM_SOURCES = Path(__file__).resolve().parents[2] / "jvm" / "src"
+FRAMEWORK_JAR_PREFIX = "medallion-jvm-"
 
 
 def _java_files(sources: Path) -> list[Path]:
@@ -77,7 +78,7 @@ def framework_jar(settings: LocalSparkSettings, sources: Path = JVM_SOURCES) -> 
     digest = hashlib.sha256()
     for path in [*files, *_resources(sources)]:
         digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + path.read_bytes())
-    return settings.jar_cache_dir / f"medallion-jvm-{digest.hexdigest()[:12]}.jar"
+    return settings.jar_cache_dir / f"{FRAMEWORK_JAR_PREFIX}{digest.hexdigest()[:12]}.jar"
 
 
 def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Path = JVM_SOURCES) -> Path | None:
@@ -115,7 +116,7 @@ def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Pat
             for path in _resources(sources):
                 out.write(path, path.relative_to(sources).as_posix())
         partial.replace(jar)
-    for stale in jar.parent.glob("medallion-jvm-*.jar"):
+    for stale in jar.parent.glob(f"{FRAMEWORK_JAR_PREFIX}*.jar"):
         if stale != jar:
             stale.unlink()
     return jar

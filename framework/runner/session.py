@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from framework.errors import EnvironmentSetupError
-from framework.runner.jars import build_framework_jar, framework_jar
+from framework.runner import cds
+from framework.runner.jars import FRAMEWORK_JAR_PREFIX, build_framework_jar, framework_jar
 from framework.settings import PROJECT_ROOT, LocalSparkSettings, is_local_master, load_local_settings
 
 if TYPE_CHECKING:
@@ -39,13 +40,6 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     if SparkContext._gateway is None and not submitted:
         check_java()  # before the gateway starts: its own failure is JAVA_GATEWAY_EXITED and a page of output
     settings = settings or load_local_settings()
-    jars = settings.jar_paths()
-    missing = [str(p) for p in jars if not p.exists()]
-    if missing:
-        raise EnvironmentSetupError(
-            f"Delta jars missing: {', '.join(missing)}. Run `make setup` (or "
-            "`python -m framework.runner.jars fetch`) once with network access."
-        )
     conf = master_conf(settings.spark_conf, settings.master, submitted=submitted)
     if _on_this_machine(conf.get("spark.master")):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -56,25 +50,16 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
-    own = framework_jar(settings)
-    if own is not None and not own.exists():  # jvm/src changed since set-up: build it now (a few seconds)
-        print(f"session: building {own.name} from jvm/src (the Java sources changed since `make setup`)",
-              file=sys.stderr)
-        own = build_framework_jar(settings)
-    if own is not None and own.exists():
-        jars = [*jars, own]
-        # Hadoop's local file system forks `chmod` for every file it creates (no native library in pyspark);
-        # this subclass sets permissions in-process (jvm/src/medallion/fs). Needs the jar on the driver's
-        # class path: Spark resolves file system classes before it loads `spark.jars`.
-        if "spark.hadoop.fs.file.impl" not in conf:
-            builder = builder.config("spark.hadoop.fs.file.impl", "medallion.fs.NoForkLocalFileSystem")
+    jars = driver_class_path(settings)
+    # Hadoop's local file system forks `chmod` for every file it creates (no native library in pyspark); this
+    # subclass sets permissions in-process (jvm/src/medallion/fs). Needs the jar on the driver's class path:
+    # Spark resolves file system classes before it loads `spark.jars`.
+    if any(p.name.startswith(FRAMEWORK_JAR_PREFIX) for p in jars) and "spark.hadoop.fs.file.impl" not in conf:
+        builder = builder.config("spark.hadoop.fs.file.impl", "medallion.fs.NoForkLocalFileSystem")
     builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
     builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in jars))
     if "spark.driver.extraJavaOptions" not in conf:  # a value given in spark_conf is used as it is
-        java_options = list(settings.driver_java_options)
-        log_config = settings.jar_cache_dir.parent.parent / "conf" / "log4j2.properties"
-        if log_config.exists():
-            java_options.append(f"-Dlog4j.configurationFile={log_config}")
+        java_options = launch_java_options(settings, jars, starts_jvm=SparkContext._gateway is None and not submitted)
         if java_options:
             builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = builder.getOrCreate()
@@ -82,6 +67,62 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     quiet_query_context_loggers()
     ship_python_modules(spark)
     return spark
+
+
+def driver_class_path(settings: LocalSparkSettings) -> list[Path]:
+    """The jars the driver needs besides pyspark's: the configured Maven jars and the framework's own (built
+    now when ``jvm/src`` changed since set-up).
+
+    Raises:
+        EnvironmentSetupError: A configured jar has not been fetched.
+    """
+    jars = settings.jar_paths()
+    missing = [str(p) for p in jars if not p.exists()]
+    if missing:
+        raise EnvironmentSetupError(
+            f"Delta jars missing: {', '.join(missing)}. Run `make setup` (or "
+            "`python -m framework.runner.jars fetch`) once with network access."
+        )
+    own = framework_jar(settings)
+    if own is not None and not own.exists():  # jvm/src changed since set-up: build it now (a few seconds)
+        print(f"session: building {own.name} from jvm/src (the Java sources changed since `make setup`)",
+              file=sys.stderr)
+        own = build_framework_jar(settings)
+    return [*jars, own] if own is not None and own.exists() else jars
+
+
+def driver_java_options(settings: LocalSparkSettings) -> list[str]:
+    """``driver_java_options`` of ``conf/spark.yaml`` and the log4j configuration (without the class-data
+    sharing archive's options, see :mod:`framework.runner.cds`)."""
+    java_options = list(settings.driver_java_options)
+    log_config = settings.jar_cache_dir.parent.parent / "conf" / "log4j2.properties"
+    if log_config.exists():
+        java_options.append(f"-Dlog4j.configurationFile={log_config}")
+    return java_options
+
+
+def launch_java_options(settings: LocalSparkSettings, jars: list[Path], *, starts_jvm: bool) -> list[str]:
+    """The driver's JVM options: :func:`driver_java_options`, and when this process starts the JVM
+    (``starts_jvm``) the class-data sharing archive's (:mod:`framework.runner.cds`) and, for one small
+    command (:func:`plan_one_command`), ``small_updates.driver_java_options``."""
+    java_options = driver_java_options(settings)
+    if starts_jvm:
+        java_options += cds.java_options(settings, check_java(), jars, java_options)
+        if _SMALL_COMMAND:
+            java_options += settings.small_updates.java_options
+    return java_options
+
+
+_SMALL_COMMAND: list[bool] = []  # set by plan_one_command
+
+
+def plan_one_command(small: bool) -> None:
+    """Tell the session this process may start that it runs one command (``medallion run`` or ``validate``
+    in its own process, not a server or a test session), and whether its inputs are small
+    (:func:`framework.runner.sizing.expected_small`). A JVM started for one small command gets
+    ``small_updates.driver_java_options`` too (conf/spark.yaml: the C1 compiler only). No effect on a JVM that
+    already runs."""
+    _SMALL_COMMAND[:] = [True] if small else []
 
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})

@@ -21,7 +21,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from framework.errors import PathMappingError
+from framework.paths import PathMapper
 from framework.settings import SmallUpdates
+from framework.spec import PipelineSpec
 
 _MAX_ENTRIES = 200_000  # directory entries visited before an input counts as large, whatever its bytes
 
@@ -103,3 +106,41 @@ def _human(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"
+
+
+def expected_small(spec: PipelineSpec, settings: SmallUpdates) -> bool:
+    """Before the JVM starts: whether the inputs the spec names add up to less than ``max_input_bytes``.
+
+    What an update reads is only known once its query functions ran (:func:`small_update_reason`); a process
+    that starts the JVM for one command (:func:`framework.runner.session.plan_one_command`) chooses the JVM's
+    options earlier, from what the spec itself names: the local folders of its ``paths`` mappings, the
+    configuration values that are local paths (absolute, or Databricks paths it maps) matching files, the
+    external ``tables`` with a path, and the pipeline's own tables. An input it cannot size (a JDBC table) or
+    no named input at all is not small: the JVM then gets its usual options.
+    """
+    if settings.max_input_bytes <= 0 or not settings.java_options:
+        return False
+    inputs = _named_inputs(spec)
+    if not inputs:
+        return False
+    size = bytes_under([*inputs, spec.tables_dir], settings.max_input_bytes)
+    return size is not None and size <= settings.max_input_bytes
+
+
+def _named_inputs(spec: PipelineSpec) -> list[str] | None:
+    mapper = PathMapper.from_spec(spec.paths, spec.root)
+    named = list(mapper.mappings.values())
+    for value in spec.configuration.values():
+        if not isinstance(value, str) or "\n" in value:
+            continue
+        try:
+            local = mapper.map(value) if mapper.is_databricks_path(value) or value.startswith("dbfs:") else value
+        except PathMappingError:
+            continue
+        if local.startswith("/") and (glob.glob(local) if glob.has_magic(local) else os.path.exists(local)):
+            named.append(local)
+    for table in spec.tables:
+        if table.path is None:
+            return None
+        named.append(str(table.path))
+    return named

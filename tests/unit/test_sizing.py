@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from framework.runner.sizing import InputLog, SmallUpdates, bytes_under, small_update_reason
+from framework.runner.sizing import InputLog, SmallUpdates, bytes_under, expected_small, small_update_reason
 from framework.settings import load_local_settings
+from framework.spec import PipelineSpec, parse_spec
 
 SETTINGS = SmallUpdates(1000, {"spark.sql.codegen.wholeStage": "false"})
 
@@ -52,3 +53,46 @@ def test_the_project_settings_define_small_updates() -> None:
     small = load_local_settings().small_updates
     assert small.max_input_bytes > 0
     assert small.spark_conf["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+
+
+def _spec(tmp_path: Path, **raw: object) -> PipelineSpec:
+    base = {"name": "p", "root": str(tmp_path), "storage": str(tmp_path / "storage"),
+            "libraries": [{"file": {"path": "p.py"}}]}
+    return parse_spec({**base, **raw}, source="test", default_root=tmp_path)
+
+
+JVM_SMALL = SmallUpdates(1000, {"spark.sql.codegen.wholeStage": "false"}, ("-XX:TieredStopAtLevel=1",))
+
+
+def test_expected_small_counts_what_the_spec_names_before_the_jvm_starts(tmp_path: Path) -> None:
+    _files(tmp_path / "landing", [100, 200])
+    mapped = _spec(tmp_path, paths={"dbfs:/mnt/landing": "landing"})
+    assert expected_small(mapped, JVM_SMALL)
+    configured = _spec(tmp_path, configuration={"src": f"{tmp_path}/landing/*", "flag": "true", "n": "5"})
+    assert expected_small(configured, JVM_SMALL)
+    _files(tmp_path / "storage" / "tables" / "t", [900])  # the pipeline's own tables count too
+    assert not expected_small(mapped, JVM_SMALL)
+
+
+def test_expected_small_is_false_when_nothing_or_something_unsized_is_named(tmp_path: Path) -> None:
+    _files(tmp_path / "landing", [10])
+    assert not expected_small(_spec(tmp_path), JVM_SMALL)  # no input named: the JVM keeps its usual options
+    assert not expected_small(_spec(tmp_path, configuration={"src": str(tmp_path / "missing")}), JVM_SMALL)
+    jdbc = _spec(tmp_path, paths={"dbfs:/mnt/landing": "landing"},
+                 tables={"shop.orders": {"format": "jdbc", "url": "jdbc:postgresql://h/db", "dbtable": "orders"}})
+    assert not expected_small(jdbc, JVM_SMALL)
+    without_options = SmallUpdates(1000, JVM_SMALL.spark_conf)
+    assert not expected_small(_spec(tmp_path, paths={"dbfs:/mnt/landing": "landing"}), without_options)
+    _files(tmp_path / "big", [2000])
+    assert not expected_small(_spec(tmp_path, paths={"dbfs:/mnt/big": "big"}), JVM_SMALL)
+
+
+def test_the_sample_spec_is_expected_small_and_conf_gives_c1_to_such_jvms() -> None:
+    small = load_local_settings().small_updates
+    assert small.java_options == ("-XX:TieredStopAtLevel=1",)
+    from framework.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "conf" / "sample.yaml")
+    data = spec.root / "runs" / "sample" / "landing"
+    size = bytes_under([data, spec.tables_dir], small.max_input_bytes)  # 0 before the demo's data exists
+    assert size is not None and expected_small(spec, small) == (size <= small.max_input_bytes)

@@ -1,0 +1,90 @@
+"""framework.runner.cds and the driver's launch options: which JVM maps the class-data sharing archive, which
+one writes it, and which one gets the small-command options (no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from framework.runner import cds, session
+from framework.settings import LocalSparkSettings, SmallUpdates
+
+
+def _settings(tmp_path: Path, sharing: bool = True) -> LocalSparkSettings:
+    return LocalSparkSettings(spark_conf={"spark.driver.memory": "3g"}, jar_cache_dir=tmp_path / "jars",
+                              driver_java_options=("-XX:MaxInlineLevel=3",), class_data_sharing=sharing,
+                              small_updates=SmallUpdates(100, {"a": "b"}, ("-XX:TieredStopAtLevel=1",)))
+
+
+@pytest.fixture()
+def java(tmp_path: Path) -> Path:
+    binary = tmp_path / "jdk" / "bin" / "java"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    return binary
+
+
+def _jar(tmp_path: Path, size: int) -> Path:
+    jar = tmp_path / "jars" / "delta.jar"
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    jar.write_bytes(b"x" * size)
+    return jar
+
+
+def test_the_archive_is_named_after_the_jvm_the_jars_and_the_options(tmp_path: Path, java: Path) -> None:
+    settings = _settings(tmp_path)
+    jar = _jar(tmp_path, 10)
+    first = cds.archive_path(settings, java, [jar], ["-XX:MaxInlineLevel=3"])
+    assert first.parent == tmp_path / "cds" and first.name.startswith("driver-") and first.suffix == ".jsa"
+    assert cds.archive_path(settings, java, [jar], ["-XX:MaxInlineLevel=3"]) == first
+    assert cds.archive_path(settings, java, [jar], ["-XX:MaxInlineLevel=4"]) != first
+    other_java = tmp_path / "other" / "java"
+    other_java.parent.mkdir()
+    other_java.write_text("")
+    assert cds.archive_path(settings, other_java, [jar], ["-XX:MaxInlineLevel=3"]) != first
+    _jar(tmp_path, 11)  # a jar replaced by another build of it
+    assert cds.archive_path(settings, java, [jar], ["-XX:MaxInlineLevel=3"]) != first
+
+
+def test_an_existing_archive_is_mapped_quietly_and_a_missing_one_is_not_asked_for(
+        tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cds.DISABLE_ENV, raising=False)
+    monkeypatch.delenv(cds.DUMP_ENV, raising=False)
+    settings = _settings(tmp_path)
+    jar = _jar(tmp_path, 10)
+    assert cds.java_options(settings, java, [jar], []) == []
+    archive = cds.archive_path(settings, java, [jar], [])
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"archive")
+    options = cds.java_options(settings, java, [jar], [])
+    assert options[0] == f"-XX:SharedArchiveFile={archive}" and "-Xlog:cds=off" in options
+    monkeypatch.setenv(cds.DISABLE_ENV, "0")
+    assert cds.java_options(settings, java, [jar], []) == []
+    monkeypatch.delenv(cds.DISABLE_ENV)
+    assert cds.java_options(_settings(tmp_path, sharing=False), java, [jar], []) == []
+    monkeypatch.setenv(cds.DUMP_ENV, str(tmp_path / "out.tmp"))  # the training process writes, never maps
+    assert cds.java_options(settings, java, [jar], [])[0] == f"-XX:ArchiveClassesAtExit={tmp_path / 'out.tmp'}"
+
+
+def test_launch_options_add_the_archive_and_the_small_command_options_only_to_a_jvm_this_process_starts(
+        tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cds.DISABLE_ENV, raising=False)
+    monkeypatch.delenv(cds.DUMP_ENV, raising=False)
+    monkeypatch.setattr(session, "check_java", lambda: java)
+    settings = _settings(tmp_path)
+    jar = _jar(tmp_path, 10)
+    base = session.driver_java_options(settings)
+    archive = cds.archive_path(settings, java, [jar], base)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"archive")
+    try:
+        session.plan_one_command(True)
+        started = session.launch_java_options(settings, [jar], starts_jvm=True)
+        assert started[:len(base)] == base
+        assert f"-XX:SharedArchiveFile={archive}" in started and started[-1] == "-XX:TieredStopAtLevel=1"
+        assert session.launch_java_options(settings, [jar], starts_jvm=False) == base  # spark-submit's JVM
+        session.plan_one_command(False)
+        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], starts_jvm=True)
+    finally:
+        session.plan_one_command(False)
