@@ -25,7 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,25 +151,110 @@ def warm(pipeline: str, spark: Any, work: Path, runs: int) -> dict[str, Any]:
             "flows": len(last.flows)}
 
 
-def cold(pipeline: str, work: Path, runs: int) -> list[float]:
+@dataclass
+class ColdRun:
+    """One cold CLI run: wall time, and CPU seconds of the machine (all cores, from ``/proc/stat``), of the
+    driver JVM (its last sample before it exited) and of the CLI's Python process."""
+
+    wall: float
+    machine_cpu: float | None
+    jvm_cpu: float | None
+    python_cpu: float
+
+
+def _busy_seconds() -> float | None:
+    fields = CpuClock.host()
+    if fields is None:
+        return None
+    idle = fields[3] + fields[4] + (fields[7] if len(fields) > 7 else 0)  # idle, iowait, steal
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _child_java_cpu(parent: int) -> float | None:
+    """CPU seconds of the ``java`` child of ``parent`` (spark-submit execs the JVM in place), or None."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, fields = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        values = fields.split()
+        if name.endswith("(java") and int(values[1]) == parent:
+            return (int(values[11]) + int(values[12])) / os.sysconf("SC_CLK_TCK")
+    return None
+
+
+def timed_cli(cmd: list[str], env: dict[str, str]) -> tuple[ColdRun, subprocess.CompletedProcess[str]]:
+    """Run ``cmd`` (a CLI process that starts its own JVM) and measure it as :class:`ColdRun`."""
+    before = os.times()
+    busy = _busy_seconds()
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    jvm: list[float] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.1):
+            seconds = _child_java_cpu(proc.pid)
+            if seconds is not None:
+                jvm.append(seconds)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    after = os.times()
+    busy_after = _busy_seconds()
+    run = ColdRun(wall, None if busy is None or busy_after is None else busy_after - busy, max(jvm, default=None),
+                  after.children_user + after.children_system - before.children_user - before.children_system)
+    return run, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def cold(pipeline: str, work: Path, runs: int, variants: dict[str, dict[str, str]]) -> dict[str, list[ColdRun]]:
+    """``runs`` cold CLI runs per variant (extra environment variables), alternating."""
     landing = work / "cold_landing"
     shutil.rmtree(landing, ignore_errors=True)
     land_batch(pipeline, None, landing, 1)
     spec_path = work / "sample.yaml"
     spec_path.write_text(yaml.safe_dump(spec_dict(pipeline, work / "unused", landing)))
-    times = []
+    results: dict[str, list[ColdRun]] = {name: [] for name in variants}
     for i in range(runs):
-        storage = work / f"cold_storage_{i}"
-        shutil.rmtree(storage, ignore_errors=True)
-        cmd = [sys.executable, "-m", "framework.cli", "run", str(spec_path), "--storage", str(storage)]
-        start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - start)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
-                               f"{proc.stderr[-3000:]}")
-        print(f"  cold run {i + 1}/{runs}: {times[-1]:.2f}s", file=sys.stderr, flush=True)
-    return times
+        for name, extra in variants.items():
+            storage = work / f"cold_storage_{name}_{i}"
+            shutil.rmtree(storage, ignore_errors=True)
+            cmd = [sys.executable, "-m", "framework.cli", "run", str(spec_path), "--storage", str(storage)]
+            run, proc = timed_cli(cmd, {**os.environ, "MEDALLION_NO_SERVER": "1", **extra})
+            if proc.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
+                                   f"{proc.stderr[-3000:]}")
+            results[name].append(run)
+            print(f"  cold run {i + 1}/{runs} ({name}): {run.wall:.2f}s, JVM CPU {run.jvm_cpu}s, machine CPU "
+                  f"{run.machine_cpu}s", file=sys.stderr, flush=True)
+    return results
+
+
+def cold_lines(results: dict[str, list[ColdRun]]) -> list[str]:
+    lines = []
+    for name, runs in results.items():
+        walls = [r.wall for r in runs]
+        jvm = [r.jvm_cpu for r in runs if r.jvm_cpu is not None]
+        machine = [r.machine_cpu for r in runs if r.machine_cpu is not None]
+        lines.append(f"[P6] cold runs, {name} (fresh process, CLI wall time): {', '.join(f'{t:.2f}s' for t in walls)}"
+                     f"; median {statistics.median(walls):.2f}s")
+        if jvm and machine:
+            lines.append(f"[P6]   CPU seconds per cold run ({name}): machine {statistics.median(machine):.1f} "
+                         f"(all {os.cpu_count()} cores), driver JVM {statistics.median(jvm):.1f} "
+                         f"({statistics.median(jvm) / statistics.median(machine):.0%} of the machine's), CLI "
+                         f"Python {statistics.median(r.python_cpu for r in runs):.1f} (medians)")
+    return lines
+
+
+COLD_VARIANTS = {
+    "as configured": {},
+    # the JVM's stock start: no class-data sharing archive, tiered C1+C2 whatever the input size
+    "no archive, tiered JIT": {"MEDALLION_CDS": "0", "MEDALLION_SMALL_JAVA_OPTIONS": "0"},
+}
 
 
 def main() -> None:
@@ -175,13 +262,18 @@ def main() -> None:
     parser.add_argument("--pipeline", choices=("sample", "p1-small"), default="sample")
     parser.add_argument("--skip-cold", action="store_true")
     parser.add_argument("--cold-runs", type=int, default=None, help="cold runs (default: --runs)")
+    parser.add_argument("--cold-compare", action="store_true",
+                        help="alternate cold runs as configured with runs without the class-data sharing archive "
+                             "and the small-command JIT options")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_devloop_"))
     work.mkdir(parents=True, exist_ok=True)
     lines = [f"[P6] pipeline: {args.pipeline}; load average before: {os.getloadavg()}"]
-    cold_times: list[float] = []
+    cold_runs: dict[str, list[ColdRun]] = {}
     if not args.skip_cold and args.pipeline == "sample":  # p1-small needs Spark to generate its data
-        cold_times = cold(args.pipeline, work, args.cold_runs or args.runs)  # first, so that no session of ours competes for CPU
+        variants = COLD_VARIANTS if args.cold_compare else {"as configured": {}}
+        # first, so that no session of ours competes for CPU
+        cold_runs = cold(args.pipeline, work, args.cold_runs or args.runs, variants)
     from framework.runner.session import get_or_create_session
 
     start = time.perf_counter()
@@ -199,9 +291,7 @@ def main() -> None:
               f"[P6] warm no-op update (nothing new): {w['noop']:.2f}s",
               f"[P6] last fresh update: {w['flows']} flows, per flow {w['per_flow']}, "
               f"sum of flow times {w['flow_sum']}s (up to 4 flows at a time) in {w['wall']}s"]
-    if cold_times:
-        lines.append(f"[P6] cold runs (fresh process, CLI wall time): {', '.join(f'{t:.2f}s' for t in cold_times)}"
-                     f"; median {statistics.median(cold_times):.2f}s")
+    lines += cold_lines(cold_runs)
     lines.append(f"[P6] load average after: {os.getloadavg()}")
     median = statistics.median(w["fresh"])
     lines.append(f"[P6] warm incremental median {statistics.median(w['incremental']):.2f}s")

@@ -108,12 +108,13 @@ def launch_java_options(settings: LocalSparkSettings, jars: list[Path], *, start
     java_options = driver_java_options(settings)
     if starts_jvm:
         java_options += cds.java_options(settings, check_java(), jars, java_options)
-        if _SMALL_COMMAND:
+        if _SMALL_COMMAND and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0":
             java_options += settings.small_updates.java_options
     return java_options
 
 
 _SMALL_COMMAND: list[bool] = []  # set by plan_one_command
+SMALL_JAVA_OPTIONS_ENV = "MEDALLION_SMALL_JAVA_OPTIONS"  # "0": never add small_updates.driver_java_options
 
 
 def plan_one_command(small: bool) -> None:

@@ -71,6 +71,7 @@ def test_launch_options_add_the_archive_and_the_small_command_options_only_to_a_
         tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(cds.DISABLE_ENV, raising=False)
     monkeypatch.delenv(cds.DUMP_ENV, raising=False)
+    monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV, raising=False)
     monkeypatch.setattr(session, "check_java", lambda: java)
     settings = _settings(tmp_path)
     jar = _jar(tmp_path, 10)
@@ -84,6 +85,9 @@ def test_launch_options_add_the_archive_and_the_small_command_options_only_to_a_
         assert started[:len(base)] == base
         assert f"-XX:SharedArchiveFile={archive}" in started and started[-1] == "-XX:TieredStopAtLevel=1"
         assert session.launch_java_options(settings, [jar], starts_jvm=False) == base  # spark-submit's JVM
+        monkeypatch.setenv(session.SMALL_JAVA_OPTIONS_ENV, "0")
+        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], starts_jvm=True)
+        monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV)
         session.plan_one_command(False)
         assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], starts_jvm=True)
     finally:
