@@ -5,6 +5,7 @@ the flow executor writes; this module only connects them."""
 from __future__ import annotations
 
 import itertools
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,8 +78,9 @@ class Execution:
         total = self.scheduler.pending
         position = 0
         running: dict[Future[_Outcome], str] = {}
+        starts: dict[str, float] = {}  # flow name -> when it started, for the progress lines
         with ThreadPoolExecutor(max_workers=self.max_concurrent) as pool, \
-                ticking(self.router.spark, self.listener):
+                ticking(self.router.spark, self.listener, starts=starts):
             while True:
                 for key, upstream in self.scheduler.skippable():
                     self.results[key].status = "SKIPPED"
@@ -86,6 +88,7 @@ class Execution:
                 for key in self.scheduler.ready():
                     self.results[key].status = "RUNNING"
                     self.listener.flow_starting(self.events[key])
+                    starts[self.events[key].name] = time.monotonic()
                     running[pool.submit(self._run_flow, key)] = key
                 if not running:
                     break

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +30,15 @@ def describe_progress(name: str, progress: dict[str, Any]) -> str:
 
 
 @contextmanager
-def ticking(spark: SparkSession, listener: ProgressListener, interval: float | None = None) -> Iterator[None]:
+def ticking(spark: SparkSession, listener: ProgressListener, interval: float | None = None,
+            starts: Mapping[str, float] | None = None) -> Iterator[None]:
     """Report the session's active streaming queries through ``listener.note`` every ``interval`` seconds
-    (``MEDALLION_PROGRESS_SECONDS``, default 10) while the block runs."""
+    (``MEDALLION_PROGRESS_SECONDS``, default 10) while the block runs. ``starts``: when each flow started
+    (``time.monotonic()``, by flow name, which is its query's name), for how long a first micro-batch has run;
+    a query not in it counts from the block's start."""
     seconds = interval if interval is not None else float(os.environ.get(INTERVAL_ENV, DEFAULT_INTERVAL))
     stop = threading.Event()
-    thread = threading.Thread(target=_tick, args=(spark, listener, seconds, stop), daemon=True,
+    thread = threading.Thread(target=_tick, args=(spark, listener, seconds, stop, starts or {}), daemon=True,
                               name="medallion-progress")
     thread.start()
     try:
@@ -45,7 +48,8 @@ def ticking(spark: SparkSession, listener: ProgressListener, interval: float | N
         thread.join()
 
 
-def _tick(spark: SparkSession, listener: ProgressListener, seconds: float, stop: threading.Event) -> None:
+def _tick(spark: SparkSession, listener: ProgressListener, seconds: float, stop: threading.Event,
+          starts: Mapping[str, float]) -> None:
     last: dict[str, Any] = {}
     started = time.monotonic()
     while not stop.wait(seconds):
@@ -59,4 +63,5 @@ def _tick(spark: SparkSession, listener: ProgressListener, seconds: float, stop:
                 last[name] = progress.get("batchId")
                 listener.note(describe_progress(name, progress))
             elif not progress:
-                listener.note(f"{name}: first micro-batch running ({time.monotonic() - started:.0f}s)")
+                running = time.monotonic() - starts.get(name, started)
+                listener.note(f"{name}: first micro-batch running ({running:.0f}s)")
