@@ -7,7 +7,9 @@
 * cold: a fresh process, ``python -m framework.cli run SPEC --storage TMP`` (wall time, including the JVM start,
   the update and the data-quality report the command writes by default), ``--runs`` times. SPEC is a copy of
   ``conf/sample.yaml`` whose ``dbfs:/mnt/landing`` mapping points at the generated data (the sample spec maps it into
-  ``runs/sample/landing``, which ``make demo`` owns).
+  ``runs/sample/landing``, which ``make demo`` owns). Also reported: CPU seconds of the machine (``/proc/stat``)
+  and of the driver JVM (sampled until it exits), and with ``--cold-compare`` the same runs, alternating, with the
+  JVM's stock start (no class-data sharing archive, no small-command JIT options). Limit: the median <= 20 s.
 
 ``--pipeline p1-small`` runs the same measurements on an equivalent small pipeline without Auto Loader and APPLY
 CHANGES (``bench/runner_pipelines/p1``: JSON files -> streaming table -> streaming table with expectations ->
