@@ -59,18 +59,34 @@ def plain_files(path: str, max_bytes: int) -> PlainTable | None:
     return PlainTable(version, protocol, metadata, files)
 
 
-def pinned_parquet(spark: SparkSession, path: str, max_bytes: int) -> DataFrame | None:
+def pinned_parquet(spark: SparkSession, path: str, max_bytes: int, *, same_schema: bool = False) -> DataFrame | None:
     """The Delta table at ``path`` as a Parquet read of the files live now, when it qualifies (see above) and
-    they add up to at most ``max_bytes``; None otherwise (read it through Delta)."""
+    they add up to at most ``max_bytes``; None otherwise (read it through Delta). With ``same_schema``, also None
+    when a column is NOT NULL: a Parquet read reports every column nullable, Delta keeps the table's."""
     from pyspark.sql.types import StructType
 
     found = plain_files(path, max_bytes)
     if found is None:
         return None
     schema = StructType.fromJson(json.loads(found.metadata["schemaString"]))
+    if same_schema and not all_nullable(schema):
+        return None
     if not found.files:
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).parquet(*(file_path(path, name) for name in found.files))
+
+
+def all_nullable(data_type: DataType) -> bool:
+    """Whether no field, array element or map value of ``data_type`` is declared NOT NULL."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StructType):
+        return all(f.nullable and all_nullable(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.ArrayType):
+        return data_type.containsNull and all_nullable(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        return data_type.valueContainsNull and all_nullable(data_type.keyType) and all_nullable(data_type.valueType)
+    return True
 
 
 def arrow_writable(schema: StructType) -> bool:

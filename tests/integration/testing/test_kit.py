@@ -135,3 +135,24 @@ def test_pipeline_run_fixture_runs_the_marked_pipeline(pipeline_run) -> None:  #
     assert pipeline_run.succeeded, pipeline_run.error
     assert pipeline_run.flow("squares").dropped == 1  # 16
     assert_df_equal(pipeline_run.table("squares"), [(0, 0), (1, 1), (2, 4), (3, 9)], "id bigint, square bigint")
+
+
+def test_small_tables_are_read_from_their_live_files_with_delta_rows_and_schema(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from framework.testing.run import small_table
+
+    plain = tmp_path / "plain"
+    spark.range(5).selectExpr("id", "cast(id * 1.5 as double) AS amount").write.format("delta").save(str(plain))
+    spark.range(5, 7).selectExpr("id", "cast(id * 1.5 as double) AS amount").write.format("delta") \
+        .mode("append").save(str(plain))
+    spark.sql(f"ALTER TABLE delta.`{plain}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')")
+    spark.sql(f"DELETE FROM delta.`{plain}` WHERE id = 0")  # a file rewritten: a remove and an add in the log
+    fast = small_table(spark, plain)
+    delta = spark.read.format("delta").load(str(plain))
+    assert fast is not None and fast.schema == delta.schema
+    assert_df_equal(fast, delta)
+    assert fast.count() == 6
+
+    strict = tmp_path / "strict"
+    spark.sql(f"CREATE TABLE delta.`{strict}` (id BIGINT NOT NULL, name STRING) USING delta")
+    spark.sql(f"INSERT INTO delta.`{strict}` VALUES (1, 'a')")
+    assert small_table(spark, strict) is None  # Parquet would report `id` nullable; Delta keeps NOT NULL
