@@ -24,6 +24,8 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
 # Top-level keys holding one value: `master`, the Spark master URL a session is built with, and
 # `class_data_sharing`, whether the driver JVM maps the archive `make setup` writes (framework/runner/cds.py).
 SCALAR_KEYS = frozenset({"master", "class_data_sharing"})
+# The framework's own jar, built from jvm/src at set-up: <jars cache_dir>/medallion-jvm-<hash of the sources>.jar
+FRAMEWORK_JAR_PREFIX = "medallion-jvm-"
 # Set by `medallion run/validate --master URL`; wins over `master` in conf/spark.yaml.
 MASTER_ENV = "MEDALLION_SPARK_MASTER"
 

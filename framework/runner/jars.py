@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 from framework.errors import EnvironmentSetupError
-from framework.settings import LocalSparkSettings, load_local_settings
+from framework.settings import FRAMEWORK_JAR_PREFIX, LocalSparkSettings, load_local_settings
 
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy"
 
@@ -56,7 +56,6 @@ def fetch(settings: LocalSparkSettings | None = None) -> list[Path]:
 
 
 JVM_SOURCES = Path(__file__).resolve().parents[2] / "jvm" / "src"
-FRAMEWORK_JAR_PREFIX = "medallion-jvm-"
 
 
 def _java_files(sources: Path) -> list[Path]:

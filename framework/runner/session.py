@@ -18,8 +18,14 @@ from urllib.parse import urlsplit
 
 from framework.errors import EnvironmentSetupError
 from framework.runner import cds
-from framework.runner.jars import FRAMEWORK_JAR_PREFIX, build_framework_jar, framework_jar
-from framework.settings import PROJECT_ROOT, LocalSparkSettings, is_local_master, load_local_settings
+from framework.runner.jars import build_framework_jar, framework_jar
+from framework.settings import (
+    FRAMEWORK_JAR_PREFIX,
+    PROJECT_ROOT,
+    LocalSparkSettings,
+    is_local_master,
+    load_local_settings,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

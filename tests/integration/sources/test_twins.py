@@ -111,3 +111,13 @@ def test_locally_the_jvm_twin_serves_the_name(spark: SparkSession) -> None:
     lookup = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource
     conf = spark._jsparkSession.sessionState().conf()
     assert lookup(SOURCE_NAME, conf).getName() == "medallion.sources.JdbcIncremental"
+
+
+def test_with_the_framework_jar_the_python_source_is_not_offered_the_name(spark: SparkSession) -> None:
+    # Spark would refuse it (DATA_SOURCE_ALREADY_EXISTS) only after listing every data source it has: about 1 s
+    # of a cold session's start, so register_sources does not try
+    from framework.sources import _framework_jar_loaded, register_sources
+
+    assert _framework_jar_loaded(spark)
+    register_sources(spark)
+    test_locally_the_jvm_twin_serves_the_name(spark)
