@@ -286,12 +286,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         0 if the update succeeded, else 1.
     """
     spec = _spec(args)
-    from framework.runner.session import plan_one_command
+    from framework.runner.session import plan_one_command, session_running
     from framework.runner.sizing import expected_small
     from framework.runner.update import UpdateOptions, run_update
     from framework.settings import load_local_settings
 
-    if not (getattr(args, "continuous", False) or spec.continuous):  # a continuous run is a long-lived JVM
+    continuous = bool(getattr(args, "continuous", False) or spec.continuous)
+    if not continuous:  # a continuous run is a long-lived JVM
         plan_one_command(expected_small(spec, load_local_settings().small_updates))
     stop = threading.Event()
     options = UpdateOptions(
@@ -301,6 +302,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_report=not args.no_report,
         continuous=True if getattr(args, "continuous", False) else None,
         stop=stop,
+        session_ends_with_update=not continuous and not session_running(),
     )
     with _stop_on_signals(stop, spec.continuous or bool(getattr(args, "continuous", False))):
         result = run_update(spec, options)

@@ -119,6 +119,12 @@ def launch_java_options(settings: LocalSparkSettings, jars: list[Path], *, start
     return java_options
 
 
+def session_running() -> bool:
+    """Whether this process has a SparkSession already (a server's, a test's, a notebook's): one that outlives
+    the command about to run."""
+    return _active_session() is not None
+
+
 _SMALL_COMMAND: list[bool] = []  # set by plan_one_command
 SMALL_JAVA_OPTIONS_ENV = "MEDALLION_SMALL_JAVA_OPTIONS"  # "0": never add small_updates.driver_java_options
 

@@ -208,3 +208,23 @@ def test_an_input_of_unknown_size_makes_a_normal_update(spark, tmp_path: Path) -
         assert result.succeeded and result.small_update is None
     finally:
         spark.sql("DROP TABLE IF EXISTS default.small_updates_ext")
+
+
+PUBLISHED = """
+import dlt
+
+@dlt.table
+def numbers():
+    return spark.range(3)
+"""
+
+
+def test_tables_are_published_unless_the_in_memory_catalog_ends_with_the_update(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ending = make_pipeline(tmp_path / "ending", {"p.py": PUBLISHED})
+    result = run_update(ending, UpdateOptions(out=io.StringIO(), session_ends_with_update=True), spark=spark)
+    assert result.succeeded, result.error
+    assert spark.read.format("delta").load(str(ending.tables_dir / "numbers")).count() == 3
+    assert not spark.catalog.tableExists(f"{ending.schema}.numbers")  # a one-shot `medallion run`'s catalog
+    kept = make_pipeline(tmp_path / "kept", {"p.py": PUBLISHED})
+    assert run_update(kept, UpdateOptions(out=io.StringIO()), spark=spark).succeeded
+    assert spark.table(f"{kept.schema}.numbers").count() == 3
