@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.delta_log import LogState, checkpoint_version, protocol_and_metadata, replay
+from framework.small_tables import nullable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,7 +74,7 @@ def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | 
     the table when it has no log yet. Returns the version, or None when ``txn`` was committed already (nothing
     written). Raises :class:`NeedsSpark` before writing anything when this writer must not write the table."""
     table = Path(path)
-    schema = _nullable(schema)
+    schema = nullable(schema)
     _current(table, schema, require_schema=True)
     return _append(table, schema, data, txn)
 
@@ -98,7 +99,7 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
     or None when ``txn`` was committed already (nothing written). With ``read_version`` (the version ``data`` was
     computed from) a table that moved past it meanwhile is refused with :class:`NeedsSpark`."""
     table = Path(path)
-    schema = _nullable(schema)
+    schema = nullable(schema)
     _current(table, schema, require_schema=False)
     new_file = _write_parquet(table, data)
 
@@ -151,7 +152,7 @@ def check_writable(protocol: dict[str, Any] | None, metadata: dict[str, Any] | N
 def check_overwrite(path: str | Path, schema: StructType) -> None:
     """Raise :class:`NeedsSpark` when :func:`overwrite_arrow` would refuse the table (nothing is written)."""
     table = Path(path)
-    version, _protocol, _metadata = _current(table, _nullable(schema), require_schema=False)
+    version, _protocol, _metadata = _current(table, nullable(schema), require_schema=False)
     if version >= 0:
         _replayed(table)
 
@@ -228,16 +229,6 @@ def _schema_of(metadata: dict[str, Any]) -> StructType:
     from pyspark.sql.types import StructType
 
     return StructType.fromJson(json.loads(metadata["schemaString"]))
-
-
-def _nullable(schema: StructType) -> StructType:
-    """Every column nullable, as Delta stores a DataFrame's schema."""
-    from pyspark.sql.types import StructType
-
-    text = schema.json()
-    for key in ("nullable", "containsNull", "valueContainsNull"):
-        text = text.replace(f'"{key}":false', f'"{key}":true')
-    return StructType.fromJson(json.loads(text))
 
 
 def _check_protocol(protocol: dict[str, Any] | None) -> None:

@@ -69,24 +69,22 @@ def pinned_parquet(spark: SparkSession, path: str, max_bytes: int, *, same_schem
     if found is None:
         return None
     schema = StructType.fromJson(json.loads(found.metadata["schemaString"]))
-    if same_schema and not all_nullable(schema):
+    if same_schema and nullable(schema) != schema:
         return None
     if not found.files:
         return spark.createDataFrame([], schema)
     return spark.read.schema(schema).parquet(*(file_path(path, name) for name in found.files))
 
 
-def all_nullable(data_type: DataType) -> bool:
-    """Whether no field, array element or map value of ``data_type`` is declared NOT NULL."""
-    from pyspark.sql import types as T
+def nullable(schema: StructType) -> StructType:
+    """``schema`` with every column, array element and map value nullable, as Delta stores a DataFrame's schema
+    and as a Parquet read reports it."""
+    from pyspark.sql.types import StructType
 
-    if isinstance(data_type, T.StructType):
-        return all(f.nullable and all_nullable(f.dataType) for f in data_type.fields)
-    if isinstance(data_type, T.ArrayType):
-        return data_type.containsNull and all_nullable(data_type.elementType)
-    if isinstance(data_type, T.MapType):
-        return data_type.valueContainsNull and all_nullable(data_type.keyType) and all_nullable(data_type.valueType)
-    return True
+    text = schema.json()
+    for key in ("nullable", "containsNull", "valueContainsNull"):
+        text = text.replace(f'"{key}":false', f'"{key}":true')
+    return StructType.fromJson(json.loads(text))
 
 
 def arrow_writable(schema: StructType) -> bool:

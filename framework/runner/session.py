@@ -43,8 +43,8 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     from pyspark import SparkContext
 
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit (or pyspark's shell)
-    if SparkContext._gateway is None and not submitted:
-        check_java()  # before the gateway starts: its own failure is JAVA_GATEWAY_EXITED and a page of output
+    # before the gateway starts: its own failure is JAVA_GATEWAY_EXITED and a page of output
+    java = check_java() if SparkContext._gateway is None and not submitted else None
     settings = settings or load_local_settings()
     conf = master_conf(settings.spark_conf, settings.master, submitted=submitted)
     if _on_this_machine(conf.get("spark.master")):
@@ -65,7 +65,7 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
     builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in jars))
     if "spark.driver.extraJavaOptions" not in conf:  # a value given in spark_conf is used as it is
-        java_options = launch_java_options(settings, jars, starts_jvm=SparkContext._gateway is None and not submitted)
+        java_options = launch_java_options(settings, jars, java)
         if java_options:
             builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = builder.getOrCreate()
@@ -107,13 +107,14 @@ def driver_java_options(settings: LocalSparkSettings) -> list[str]:
     return java_options
 
 
-def launch_java_options(settings: LocalSparkSettings, jars: list[Path], *, starts_jvm: bool) -> list[str]:
-    """The driver's JVM options: :func:`driver_java_options`, and when this process starts the JVM
-    (``starts_jvm``) the class-data sharing archive's (:mod:`framework.runner.cds`) and, for one small
-    command (:func:`plan_one_command`), ``small_updates.driver_java_options``."""
+def launch_java_options(settings: LocalSparkSettings, jars: list[Path], java: Path | None) -> list[str]:
+    """The driver's JVM options: :func:`driver_java_options`, and when this process starts the JVM (with the
+    ``java`` binary; None: it runs already, or spark-submit started it) the class-data sharing archive's
+    (:mod:`framework.runner.cds`) and, for one small command (:func:`plan_one_command`),
+    ``small_updates.driver_java_options``."""
     java_options = driver_java_options(settings)
-    if starts_jvm:
-        java_options += cds.java_options(settings, check_java(), jars, java_options)
+    if java is not None:
+        java_options += cds.java_options(settings, java, jars, java_options)
         if _SMALL_COMMAND and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0":
             java_options += settings.small_updates.java_options
     return java_options

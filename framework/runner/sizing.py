@@ -134,7 +134,7 @@ def _named_inputs(spec: PipelineSpec) -> list[str] | None:
         if not isinstance(value, str) or "\n" in value:
             continue
         try:
-            local = mapper.map(value) if mapper.is_databricks_path(value) or value.startswith("dbfs:") else value
+            local = mapper.map(value)  # a Databricks path to its local folder; anything else as it is
         except PathMappingError:
             continue
         if local.startswith("/") and (glob.glob(local) if glob.has_magic(local) else os.path.exists(local)):

@@ -15,6 +15,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,13 @@ class TestPipeline:
     _source: Path = field(repr=False)
     _overrides: dict[str, Any] = field(repr=False)
     _env: str | None = field(default=None, repr=False)
+
+    @cached_property
+    def small_bytes(self) -> int:
+        """``small_updates.max_input_bytes`` of ``conf/spark.yaml``: tables under it are read from their files."""
+        from framework.settings import load_local_settings
+
+        return load_local_settings().small_updates.max_input_bytes
 
     @property
     def external_tables(self) -> list[str]:
@@ -234,7 +242,7 @@ class PipelineRun:
             raise PipelineError(f"{name!r} {what}; stored tables: {known}", code="TABLE_NOT_STORED")
         spark = self.pipeline.spark
         if path is not None:
-            return small_table(spark, path) or spark.read.format("delta").load(str(path))
+            return small_table(spark, path, self.pipeline.small_bytes) or spark.read.format("delta").load(str(path))
         try:  # a table with a declared `path`: read through the catalog, where the update published it
             return spark.read.table(f"`{self.spec.schema}`.`{name}`")
         except Exception as exc:
@@ -315,13 +323,13 @@ def run_pipeline(spark: SparkSession, spec_or_folder: str | Path, *, inputs: Inp
     return pipeline.run(inputs=inputs, tables=tables, configuration=configuration)
 
 
-def small_table(spark: SparkSession, path: Path) -> DataFrame | None:
+def small_table(spark: SparkSession, path: Path, max_bytes: int) -> DataFrame | None:
     """A small table of a run as a Parquet read of the files live in its Delta log now (the same rows and
     schema), or None: read it through Delta. A test reads a table right after an update, and Delta would first
     rebuild the table's state for its new version in Spark jobs: 0.5-1 s for a table of a few rows on two cores,
-    against about 0.1 s. Only tables whose live files add up to under ``small_updates.max_input_bytes`` and whose
-    columns are all nullable qualify (a Parquet read reports every column nullable; Delta keeps NOT NULL)."""
-    from framework.settings import load_local_settings
+    against about 0.1 s. Only tables whose live files add up to at most ``max_bytes`` (the pipeline's
+    ``small_updates.max_input_bytes``) and whose columns are all nullable qualify (a Parquet read reports every
+    column nullable; Delta keeps NOT NULL)."""
     from framework.small_tables import pinned_parquet
 
-    return pinned_parquet(spark, str(path), load_local_settings().small_updates.max_input_bytes, same_schema=True)
+    return pinned_parquet(spark, str(path), max_bytes, same_schema=True)

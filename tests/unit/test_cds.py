@@ -72,7 +72,6 @@ def test_launch_options_add_the_archive_and_the_small_command_options_only_to_a_
     monkeypatch.delenv(cds.DISABLE_ENV, raising=False)
     monkeypatch.delenv(cds.DUMP_ENV, raising=False)
     monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV, raising=False)
-    monkeypatch.setattr(session, "check_java", lambda: java)
     settings = _settings(tmp_path)
     jar = _jar(tmp_path, 10)
     base = session.driver_java_options(settings)
@@ -81,14 +80,14 @@ def test_launch_options_add_the_archive_and_the_small_command_options_only_to_a_
     archive.write_bytes(b"archive")
     try:
         session.plan_one_command(True)
-        started = session.launch_java_options(settings, [jar], starts_jvm=True)
+        started = session.launch_java_options(settings, [jar], java)
         assert started[:len(base)] == base
         assert f"-XX:SharedArchiveFile={archive}" in started and started[-1] == "-XX:TieredStopAtLevel=1"
-        assert session.launch_java_options(settings, [jar], starts_jvm=False) == base  # spark-submit's JVM
+        assert session.launch_java_options(settings, [jar], None) == base  # spark-submit's JVM
         monkeypatch.setenv(session.SMALL_JAVA_OPTIONS_ENV, "0")
-        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], starts_jvm=True)
+        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], java)
         monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV)
         session.plan_one_command(False)
-        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], starts_jvm=True)
+        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], java)
     finally:
         session.plan_one_command(False)

@@ -138,7 +138,10 @@ def test_pipeline_run_fixture_runs_the_marked_pipeline(pipeline_run) -> None:  #
 
 
 def test_small_tables_are_read_from_their_live_files_with_delta_rows_and_schema(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from framework.settings import load_local_settings
     from framework.testing.run import small_table
+
+    limit = load_local_settings().small_updates.max_input_bytes
 
     plain = tmp_path / "plain"
     spark.range(5).selectExpr("id", "cast(id * 1.5 as double) AS amount").write.format("delta").save(str(plain))
@@ -146,7 +149,7 @@ def test_small_tables_are_read_from_their_live_files_with_delta_rows_and_schema(
         .mode("append").save(str(plain))
     spark.sql(f"ALTER TABLE delta.`{plain}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')")
     spark.sql(f"DELETE FROM delta.`{plain}` WHERE id = 0")  # a file rewritten: a remove and an add in the log
-    fast = small_table(spark, plain)
+    fast = small_table(spark, plain, limit)
     delta = spark.read.format("delta").load(str(plain))
     assert fast is not None and fast.schema == delta.schema
     assert_df_equal(fast, delta)
@@ -155,4 +158,4 @@ def test_small_tables_are_read_from_their_live_files_with_delta_rows_and_schema(
     strict = tmp_path / "strict"
     spark.sql(f"CREATE TABLE delta.`{strict}` (id BIGINT NOT NULL, name STRING) USING delta")
     spark.sql(f"INSERT INTO delta.`{strict}` VALUES (1, 'a')")
-    assert small_table(spark, strict) is None  # Parquet would report `id` nullable; Delta keeps NOT NULL
+    assert small_table(spark, strict, limit) is None  # Parquet would report `id` nullable; Delta keeps NOT NULL
