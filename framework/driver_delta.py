@@ -69,25 +69,29 @@ def append_rows(path: str | Path, schema: StructType, rows: Sequence[dict[str, A
     return version
 
 
-def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | None = None) -> int | None:
+def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | None = None,
+                 description: str | None = None, configuration: dict[str, str] | None = None) -> int | None:
     """Append ``data`` (a pyarrow Table of ``schema``, as ``DataFrame.toArrow`` returns it) in one commit, creating
-    the table when it has no log yet. Returns the version, or None when ``txn`` was committed already (nothing
-    written). Raises :class:`NeedsSpark` before writing anything when this writer must not write the table."""
+    the table when it has no log yet (with ``description`` and ``configuration``); no rows commit no file. Returns
+    the version, or None when ``txn`` was committed already (nothing written). Raises :class:`NeedsSpark` before
+    writing anything when this writer must not write the table."""
     table = Path(path)
     schema = nullable(schema)
     _current(table, schema, require_schema=True)
-    return _append(table, schema, data, txn)
+    return _append(table, schema, data, txn, description, configuration)
 
 
-def _append(table: Path, schema: StructType, data: Any, txn: Txn | None) -> int | None:
-    added = _write_parquet(table, data)
+def _append(table: Path, schema: StructType, data: Any, txn: Txn | None, description: str | None = None,
+            configuration: dict[str, str] | None = None) -> int | None:
+    added = [_write_parquet(table, data)] if data.num_rows else []
 
     def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
         if txn is not None and version >= 0:
             _skip_if_committed(_replayed(table), txn)
-        return [*_new_table(schema, version), *_txn_actions(txn), {"add": added}]
+        return [*_new_table(schema, version, description, configuration), *_txn_actions(txn),
+                *({"add": a} for a in added)]
 
-    return _commit(table, schema, actions, [added], mode="Append", require_schema=True)
+    return _commit(table, schema, actions, added, mode="Append", require_schema=True)
 
 
 def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, description: str | None = None,

@@ -9,6 +9,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from framework.registry import normalize_name
 from framework.runner.query import call_query_function
 from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
 from framework.runner.results import FlowResult, source_offsets
+from framework.runner.small_appends import BatchAppender, driver_may_append
 from framework.runner.small_results import overwrite_small
 from framework.runner.streams import clear_partial_writes, output_mode, start_query
 
@@ -255,14 +257,21 @@ class FlowExecutor:
         self._record(result, dict(observation.get), batches=1)
         self._apply_properties(path, created)
 
+    def _plain_layout(self) -> bool:
+        """Whether the target's layout is one the driver writes: no partitions, clustering, declared schema or
+        ``delta.*`` property (``framework.driver_delta``)."""
+        dataset = self.dataset
+        return dataset is not None and not (
+            dataset.cluster_by or dataset.partition_cols or dataset.schema is not None
+            or any(k.lower().startswith("delta.") for k in dataset.table_properties))
+
     def _overwrite_on_driver(self, path: str, out: DataFrame) -> bool:
         """A small view's recompute committed by the driver (``small_results.py``); False: Spark writes it."""
-        dataset = self.dataset
-        if dataset is None or dataset.cluster_by or dataset.partition_cols or dataset.schema is not None or any(
-                k.lower().startswith("delta.") for k in dataset.table_properties):
+        if not self._plain_layout():
             return False
-        return overwrite_small(out, path, self.env.small_input_bytes, description=dataset.comment,
-                               configuration=dict(dataset.table_properties))
+        assert self.dataset is not None
+        return overwrite_small(out, path, self.env.small_input_bytes, description=self.dataset.comment,
+                               configuration=dict(self.dataset.table_properties))
 
     def _run_once(self, result: FlowResult) -> None:
         checkpoint = Path(self.env.checkpoint_path(self.flow))
@@ -304,13 +313,7 @@ class FlowExecutor:
         self._prepare_table(path, out)
         checkpoint = self._checkpoint()
 
-        mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
-        writer = (out.writeStream.format("delta").outputMode(mode)
-                  .option("checkpointLocation", checkpoint).option("mergeSchema", "true")
-                  .options(**self._delta_options()).trigger(**self.trigger).queryName(self.flow.name))
-        if self.dataset is not None and self.dataset.partition_cols:
-            writer = writer.partitionBy(*self.dataset.partition_cols)
-        query = start_query(out, lambda: writer.start(path))
+        query = start_query(out, self._stream_writer(out, path, checkpoint))
         try:
             query.awaitTermination()
         except Exception:
@@ -320,6 +323,23 @@ class FlowExecutor:
             raise
         self._streamed(result, list(query.recentProgress), observation, failed=False)
         self._apply_properties(path, created)
+
+    def _stream_writer(self, out: DataFrame, path: str, checkpoint: str) -> Callable[[], Any]:
+        """What starts a streaming table's query: Delta's streaming sink, or batches committed by the driver
+        while they are small (``small_appends.py``)."""
+        mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
+        writer = (out.writeStream.outputMode(mode).option("checkpointLocation", checkpoint)
+                  .trigger(**self.trigger).queryName(self.flow.name))
+        if driver_may_append(self._plain_layout(), mode, self.env.small_input_bytes):
+            assert self.dataset is not None
+            appender = BatchAppender(path, checkpoint, self.env.small_input_bytes, self._delta_options(),
+                                     self.dataset.comment, {str(k): str(v) for k, v in
+                                                            self.dataset.table_properties.items()})
+            return writer.foreachBatch(self.handler_errors.wrap(appender)).start
+        writer = writer.format("delta").option("mergeSchema", "true").options(**self._delta_options())
+        if self.dataset is not None and self.dataset.partition_cols:
+            writer = writer.partitionBy(*self.dataset.partition_cols)
+        return lambda: writer.start(path)
 
     def _streamed(self, result: FlowResult, progresses: list[Any], observation: str, *, failed: bool) -> None:
         """Record the metrics of a streaming query's committed micro-batches (``progresses``); after a failure,

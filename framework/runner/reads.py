@@ -21,11 +21,12 @@ from typing_extensions import override
 
 from framework.context import reader_context
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow
-from framework.delta_log import appended_since_creation
+from framework.delta_log import appended_since_creation, protocol_and_metadata
 from framework.errors import PipelineError
 from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
 from framework.runner.sizing import InputLog
+from framework.runner.streams import first_batch_from_a_version
 from framework.small_tables import pinned_parquet
 
 if TYPE_CHECKING:
@@ -224,8 +225,7 @@ class ExecuteReader(FlowReader):
                 "a selection, or include it in --select", code="DATASET_NOT_MATERIALIZED")
         if streaming:
             stream = spark.readStream.format("delta").options(**options)
-            if not options and self._fresh_checkpoint() and appended_since_creation(path):
-                # same rows as the initial snapshot, without its state reconstruction (see delta_log)
+            if not options and self._from_version_zero(path):
                 stream = stream.option("startingVersion", "0")
             return stream.load(path)
         if not options and self.pinned_reads:
@@ -253,10 +253,21 @@ class ExecuteReader(FlowReader):
         self.views.append(ViewCheck(key, dataset.name, view_flow.name, tuple(dataset.expectations), handle))
         return out
 
-    def _fresh_checkpoint(self) -> bool:
-        """True when the reading flow has no stream offsets yet (Delta ignores a starting version otherwise)."""
-        offsets = Path(self.env.checkpoint_path(self.flow)) / "offsets"
-        return not offsets.is_dir() or not any(offsets.iterdir())
+    def _from_version_zero(self, path: str) -> bool:
+        """Whether this flow streams the table at ``path`` from version 0 instead of from an initial snapshot.
+
+        A new stream does when that yields the same rows (``delta_log.appended_since_creation``): it spares
+        the snapshot's state reconstruction (0.6-0.9 s of Spark jobs on two cores). A restarted stream keeps
+        what its batch 0 did: Delta ignores the option once a checkpoint has offsets, except when batch 0 is
+        the newest batch, which Delta's source builds again on restart (unused) from its start, an initial
+        snapshot of the table unless the option says otherwise."""
+        checkpoint = Path(self.env.checkpoint_path(self.flow))
+        offsets = checkpoint / "offsets"
+        if not offsets.is_dir() or not any(offsets.iterdir()):
+            return appended_since_creation(path)
+        found = protocol_and_metadata(path)
+        metadata = found[2] if found is not None else None
+        return metadata is not None and first_batch_from_a_version(checkpoint, str(metadata.get("id")))
 
 
 def external_read(spark: SparkSession, name: str, streaming: bool,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from framework.errors import EnvironmentSetupError
 from framework.runner import cds
 from framework.runner.jars import build_framework_jar, framework_jar
+from framework.runner.py4j_lookups import cache_lookups
 from framework.settings import (
     FRAMEWORK_JAR_PREFIX,
     PROJECT_ROOT,
@@ -36,6 +37,7 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     """Return the active SparkSession, or build one with the tuned local settings and the cached Delta jars."""
     from pyspark.sql import SparkSession
 
+    cache_lookups()
     active = SparkSession.getActiveSession()
     if active is not None:
         ship_python_modules(active)

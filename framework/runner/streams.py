@@ -12,6 +12,7 @@ query keeps Spark's default.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -71,6 +72,24 @@ def clear_partial_writes(checkpoint: str | Path) -> list[Path]:
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
+
+
+def first_batch_from_a_version(checkpoint: str | Path, reservoir_id: str) -> bool:
+    """Whether the stream's batch 0 (``offsets/0``) read the Delta table ``reservoir_id`` from a starting
+    version rather than from an initial snapshot of it. False when batch 0 is gone or names no such table."""
+    first = Path(checkpoint) / "offsets" / "0"
+    try:
+        lines = first.read_text(encoding="utf-8").splitlines()[2:]  # the version, the batch's metadata, sources
+    except (OSError, UnicodeDecodeError):
+        return False
+    for line in lines:
+        try:
+            offset = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(offset, dict) and offset.get("reservoirId") == reservoir_id:
+            return offset.get("isStartingVersion") is False
+    return False
 
 
 def start_query(df: DataFrame, start: Callable[[], Any]) -> Any:
