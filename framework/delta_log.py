@@ -147,10 +147,13 @@ def protocol_and_metadata(table_path: str | Path) -> tuple[int, dict[str, Any] |
     found: dict[str, dict[str, Any]] = {}
     try:
         for version in reversed(tail):
+            in_commit: dict[str, dict[str, Any]] = {}
             for action in _actions(log, version):
                 for kind in ("protocol", "metaData"):
                     if isinstance(action.get(kind), dict):
-                        found[kind] = action[kind]  # the last one of a commit wins, and newer commits first
+                        in_commit[kind] = action[kind]  # the last one of a commit wins
+            for kind, value in in_commit.items():
+                found.setdefault(kind, value)  # and a newer commit wins over an older one
             if len(found) == 2:
                 break
     except _Unreadable:

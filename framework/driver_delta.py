@@ -12,6 +12,9 @@ for the overwrite of a small materialized view. Here each is milliseconds of Pyt
 Writes of a stream's batches carry Delta's ``txn`` action (``txn=(app id, version)``), as Spark's
 ``txnAppId``/``txnVersion`` do: a batch replayed after a crash finds its version committed and writes nothing.
 
+Each commit gets Delta's version checksum when the previous version has one (``framework.delta_checksum``), so
+that readers take the table's protocol and metadata from it instead of replaying the log with a Spark job.
+
 The tables stay ordinary Delta tables that Spark reads and writes. Only what this writer understands is written
 this way: no partition columns, column mapping, constraints, generated or identity columns, or deletion vectors,
 and a protocol whose writer features need nothing from a writer that only adds and removes whole files
@@ -22,6 +25,7 @@ caller writes through Spark. Checkpoints are Delta's own (:func:`checkpoint_if_d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -30,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework.delta_checksum import write_checksum
 from framework.delta_log import LogState, checkpoint_version, protocol_and_metadata, replay
 from framework.small_tables import nullable
 
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 ENGINE_INFO = "medallion-framework driver commit"
+STREAMING_UPDATE = "STREAMING UPDATE"  # the operation of a streaming sink's commit, in the table's history
 CHECKPOINT_EVERY = 100  # driver commits between two checkpoints (Delta checkpoints every 10 of its own commits)
 _WHOLE_FILE_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "deletionVectors"})
 _COMMIT_ATTEMPTS = 5
@@ -70,19 +76,24 @@ def append_rows(path: str | Path, schema: StructType, rows: Sequence[dict[str, A
 
 
 def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | None = None,
-                 description: str | None = None, configuration: dict[str, str] | None = None) -> int | None:
+                 description: str | None = None, configuration: dict[str, str] | None = None,
+                 streaming: bool = False) -> int | None:
     """Append ``data`` (a pyarrow Table of ``schema``, as ``DataFrame.toArrow`` returns it) in one commit, creating
-    the table when it has no log yet (with ``description`` and ``configuration``); no rows commit no file. Returns
-    the version, or None when ``txn`` was committed already (nothing written). Raises :class:`NeedsSpark` before
-    writing anything when this writer must not write the table."""
+    the table when it has no log yet (with ``description`` and ``configuration``); no rows commit no file. With
+    ``streaming`` the table's history shows the commit as Delta's streaming sink's (``STREAMING UPDATE``, the
+    ``txn``'s app id and version as query id and epoch). Returns the version, or None when ``txn`` was committed
+    already (nothing written). Raises :class:`NeedsSpark` before writing anything when this writer must not write
+    the table."""
     table = Path(path)
     schema = nullable(schema)
-    _current(table, schema, require_schema=True)
-    return _append(table, schema, data, txn, description, configuration)
+    version, _protocol, _metadata = _current(table, schema, require_schema=True)
+    if version < 0:
+        _new_protocol(configuration or {})  # refuse before writing anything
+    return _append(table, schema, data, txn, description, configuration, STREAMING_UPDATE if streaming else "Append")
 
 
 def _append(table: Path, schema: StructType, data: Any, txn: Txn | None, description: str | None = None,
-            configuration: dict[str, str] | None = None) -> int | None:
+            configuration: dict[str, str] | None = None, mode: str = "Append") -> int | None:
     added = [_write_parquet(table, data)] if data.num_rows else []
 
     def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
@@ -91,7 +102,7 @@ def _append(table: Path, schema: StructType, data: Any, txn: Txn | None, descrip
         return [*_new_table(schema, version, description, configuration), *_txn_actions(txn),
                 *({"add": a} for a in added)]
 
-    return _commit(table, schema, actions, added, mode="Append", require_schema=True)
+    return _commit(table, schema, actions, added, mode=mode, require_schema=True)
 
 
 def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, description: str | None = None,
@@ -124,6 +135,28 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
         return [*changed, *_txn_actions(txn), {"add": new_file}, *removes]
 
     return _commit(table, schema, actions, [new_file], mode="Overwrite", require_schema=False)
+
+
+def set_properties(path: str | Path, configuration: dict[str, str], description: str | None = None) -> int:
+    """Add ``configuration`` to the table's properties (and set its ``description``) in one metadata-only commit,
+    as ``ALTER TABLE ... SET TBLPROPERTIES`` does. Returns the version. Raises :class:`NeedsSpark` for a
+    ``delta.*`` property (Delta's writer knows what it needs) or a table this writer must not write."""
+    from pyspark.sql.types import StructType
+
+    if any(k.lower().startswith("delta.") for k in configuration):
+        raise NeedsSpark("delta.* table properties")
+
+    def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
+        if version < 0 or metadata is None:
+            raise NeedsSpark("no table")
+        new = {**metadata, "configuration": {**(metadata.get("configuration") or {}), **configuration}}
+        if description is not None:
+            new["description"] = description
+        return [{"metaData": new}]
+
+    committed = _commit(Path(path), StructType([]), actions, [], mode="SET TBLPROPERTIES", require_schema=False)
+    assert committed is not None  # no txn: never skipped
+    return committed
 
 
 def _replayed(table: Path) -> LogState:
@@ -169,8 +202,11 @@ def _commit(table: Path, schema: StructType, actions: Any, written: list[dict[st
     try:
         for _attempt in range(_COMMIT_ATTEMPTS):
             version, protocol, metadata = _current(table, schema, require_schema=require_schema)
-            lines = _commit_lines(actions(version, protocol, metadata), version, mode)
-            if _put_if_absent(table / "_delta_log" / f"{version + 1:020d}.json", lines):
+            built = actions(version, protocol, metadata)
+            if _put_if_absent(table / "_delta_log" / f"{version + 1:020d}.json",
+                              _commit_lines(built, version, mode)):
+                with contextlib.suppress(OSError):  # without it, readers replay the log
+                    write_checksum(table, version + 1, built)
                 return version + 1
         raise NeedsSpark(f"{_COMMIT_ATTEMPTS} commits of other writers in a row")
     except _AlreadyCommitted:
@@ -216,17 +252,33 @@ def _current(table: Path, schema: StructType, *, require_schema: bool
     return version, protocol, metadata
 
 
+_DELETION_VECTORS_PROTOCOL = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                              "writerFeatures": ["deletionVectors", "invariants", "appendOnly"]}
+
+
+def _new_protocol(configuration: dict[str, str]) -> dict[str, Any]:
+    """The protocol Delta gives a new table with these properties; :class:`NeedsSpark` for a ``delta.*`` property
+    other than ``delta.enableDeletionVectors`` (Delta's writer knows what the others need)."""
+    delta = {k.lower(): str(v).lower() for k, v in configuration.items() if k.lower().startswith("delta.")}
+    if set(delta) - {"delta.enabledeletionvectors"}:
+        raise NeedsSpark(f"table properties {sorted(delta)}")
+    if delta.get("delta.enabledeletionvectors") == "true":
+        return dict(_DELETION_VECTORS_PROTOCOL)
+    return {"minReaderVersion": 1, "minWriterVersion": 2}
+
+
 def _new_table(schema: StructType, version: int, description: str | None = None,
                configuration: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The protocol and metadata a new table's first commit carries (nothing when the table exists)."""
     if version >= 0:
         return []
+    protocol = _new_protocol(configuration or {})
     metadata: dict[str, Any] = {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
                                 "schemaString": schema.json(), "partitionColumns": [],
                                 "configuration": dict(configuration or {}), "createdTime": int(time.time() * 1000)}
     if description:
         metadata["description"] = description
-    return [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": metadata}]
+    return [{"protocol": protocol}, {"metaData": metadata}]
 
 
 def _schema_of(metadata: dict[str, Any]) -> StructType:
@@ -275,15 +327,27 @@ def _write_parquet(table: Path, data: Any) -> dict[str, Any]:
 
 def _commit_lines(actions: list[dict[str, Any]], read_version: int, mode: str) -> str:
     files = [a["add"] for a in actions if "add" in a]
+    operation, parameters = _operation(mode, actions)
     info: dict[str, Any] = {
-        "timestamp": int(time.time() * 1000), "operation": "WRITE",
-        "operationParameters": {"mode": mode, "partitionBy": "[]"}, "isolationLevel": "Serializable",
-        "isBlindAppend": mode == "Append", "engineInfo": ENGINE_INFO, "txnId": str(uuid.uuid4()),
+        "timestamp": int(time.time() * 1000), "operation": operation,
+        "operationParameters": parameters, "isolationLevel": "Serializable",
+        "isBlindAppend": mode in ("Append", STREAMING_UPDATE), "engineInfo": ENGINE_INFO, "txnId": str(uuid.uuid4()),
         "operationMetrics": {"numFiles": str(len(files)), "numOutputBytes": str(sum(f["size"] for f in files)),
                              "numOutputRows": str(sum(json.loads(f["stats"])["numRecords"] for f in files))}}
     if read_version >= 0:
         info["readVersion"] = read_version
     return "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in [{"commitInfo": info}, *actions])
+
+
+def _operation(mode: str, actions: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
+    """The ``operation`` and ``operationParameters`` Delta's history shows for a commit of this ``mode``."""
+    if mode in ("Append", "Overwrite"):
+        return "WRITE", {"mode": mode, "partitionBy": "[]"}
+    if mode == STREAMING_UPDATE:
+        txn: dict[str, Any] = next((a["txn"] for a in actions if "txn" in a), {})
+        return mode, {"outputMode": "Append", "queryId": str(txn.get("appId", "")),
+                      "epochId": str(txn.get("version", ""))}
+    return mode, {}
 
 
 def _put_if_absent(target: Path, text: str) -> bool:

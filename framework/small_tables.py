@@ -76,6 +76,17 @@ def pinned_parquet(spark: SparkSession, path: str, max_bytes: int, *, same_schem
     return spark.read.schema(schema).parquet(*(file_path(path, name) for name in found.files))
 
 
+def input_bytes(df: DataFrame) -> int:
+    """The estimated size of everything ``df`` reads: the sum of its optimized plan's leaves' statistics."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    return sum(int(str(leaves.apply(i).stats().sizeInBytes())) for i in range(leaves.size()))  # a BigInt
+
+
+def row_bytes(df: DataFrame) -> int:
+    """Spark's estimate of the size of one row of ``df`` (its schema's default sizes)."""
+    return int(df._jdf.schema().defaultSize())
+
+
 def nullable(schema: StructType) -> StructType:
     """``schema`` with every column, array element and map value nullable, as Delta stores a DataFrame's schema
     and as a Parquet read reports it."""

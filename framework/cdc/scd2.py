@@ -53,7 +53,8 @@ from framework.cdc.events import (
     set_flag,
 )
 from framework.cdc.metrics import CdcMetrics
-from framework.cdc.small import append_small, commit_versions, read_pinned, small_version
+from framework.cdc.small import append_small, commit_versions, create_small, read_pinned, small_version
+from framework.small_tables import row_bytes
 
 OLD = "__old"
 OLD_END = "__old_end"
@@ -93,6 +94,8 @@ class Scd2Applier:
             changes = self._all_changes(timeline, target_schema)
             if version is not None:
                 counts = self._apply_small(changes, batch_id, app_id, version, num_deletes)
+            elif self.new_target is not None and num_input * row_bytes(reduced) <= self.ctx.small_bytes:
+                counts = self._create_small(changes, batch_id, app_id, num_deletes)
             else:
                 counts = self._apply_spark(changes, batch_id, app_id, num_deletes)
         finally:
@@ -134,9 +137,6 @@ class Scd2Applier:
     def _apply_small(self, all_changes: DataFrame, batch_id: int, app_id: str, version: int,
                      num_deletes: int) -> dict[str, Any] | None:
         """The same writes committed by the driver (``framework.cdc.small``); a MERGE when it must not."""
-        import pyarrow.compute as pc
-        from pyspark.sql.types import StructField
-
         from framework.driver_delta import NeedsSpark
 
         data = all_changes.toArrow()
@@ -148,16 +148,40 @@ class Scd2Applier:
             changes = self.ctx.spark.createDataFrame(data, all_changes.schema)
             counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
         if num_deletes:
-            keys = list(self.plan.keys)
-            rows = (data.filter(pc.equal(data.column(ACTION), "tombstone")).select([*keys, START_AT])
-                    .rename_columns([*keys, SEQ]))
-            schema = StructType([*(all_changes.schema[k] for k in keys),
-                                 StructField(SEQ, all_changes.schema[START_AT].dataType)])
-            txn = (f"{app_id}/tombstones", batch_id)
-            if not append_small(self.ctx, self.tombstones_path, schema, rows, txn):
-                self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, schema), self.tombstones_path, txn[0],
-                                       batch_id)
+            self._append_tombstones(data, all_changes.schema, batch_id, app_id)
         return counts
+
+    def _create_small(self, all_changes: DataFrame, batch_id: int, app_id: str,
+                      num_deletes: int) -> dict[str, Any] | None:
+        """A small first load committed by the driver (``framework.cdc.small.create_small``): the new target
+        created with its rows, every one an insert, as :meth:`_append` does through Spark."""
+        import pyarrow.compute as pc
+
+        data = all_changes.toArrow()
+        columns = [*self.plan.output, START_AT, END_AT]
+        rows = data.filter(pc.not_equal(data.column(ACTION), "tombstone")).select(columns)
+        schema = StructType([all_changes.schema[c] for c in columns])
+        if not create_small(self.ctx, schema, rows, (app_id, batch_id)):
+            return self._apply_spark(self.ctx.spark.createDataFrame(data, all_changes.schema), batch_id, app_id,
+                                     num_deletes)
+        if num_deletes:
+            self._append_tombstones(data, all_changes.schema, batch_id, app_id)
+        return {"num_inserted_rows": rows.num_rows, "num_updated_rows": 0, "num_deleted_rows": 0}
+
+    def _append_tombstones(self, data: Any, schema: StructType, batch_id: int, app_id: str) -> None:
+        """Append the batch's new tombstones (the Arrow ``data`` of the changes, of ``schema``) with the driver, or
+        through Spark when it must not."""
+        import pyarrow.compute as pc
+        from pyspark.sql.types import StructField
+
+        keys = list(self.plan.keys)
+        rows = (data.filter(pc.equal(data.column(ACTION), "tombstone")).select([*keys, START_AT])
+                .rename_columns([*keys, SEQ]))
+        tombstones = StructType([*(schema[k] for k in keys), StructField(SEQ, schema[START_AT].dataType)])
+        txn = (f"{app_id}/tombstones", batch_id)
+        if not append_small(self.ctx, self.tombstones_path, tombstones, rows, txn):
+            self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, tombstones), self.tombstones_path, txn[0],
+                                   batch_id)
 
     def _timeline(self, new: DataFrame) -> tuple[StructType, DataFrame]:
         """The target's schema, and the timeline of the batch's keys: their existing versions and tombstones

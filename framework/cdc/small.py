@@ -98,6 +98,22 @@ def commit_versions(ctx: TargetContext, target: DataFrame, keys: list[str], chan
             for name, action in (("inserted", "insert"), ("updated", "update"), ("deleted", "delete"))}
 
 
+def create_small(ctx: TargetContext, schema: StructType, rows: Any, txn: tuple[str, int]) -> bool:
+    """Create a new target with the Arrow ``rows`` of its first batch (every one an insert) with the driver, as
+    ``TxnWriter.append`` does through Spark: the same table properties and ``txn``. False when Spark must."""
+    from framework.cdc.storage import TABLE_PROPERTIES
+    from framework.driver_delta import NeedsSpark, append_arrow
+    from framework.small_tables import arrow_writable
+
+    if ctx.small_bytes <= 0 or not arrow_writable(schema):
+        return False
+    try:
+        append_arrow(ctx.target_path, schema, rows, txn=txn, configuration=dict(TABLE_PROPERTIES))
+    except NeedsSpark:
+        return False
+    return True
+
+
 def append_small(ctx: TargetContext, path: str, schema: StructType, rows: Any, txn: tuple[str, int]) -> bool:
     """Append Arrow ``rows`` of ``schema`` to a state table with the driver (``txn`` skips a replay); False when
     Spark must append them."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
 from framework.delta_log import has_commit, latest_metadata
+from framework.driver_delta import NeedsSpark, set_properties
 from framework.errors import PipelineError
 from framework.failures import HandlerErrors
 from framework.quality.engine import apply_expectations, metrics_from_row, sum_observed
@@ -166,11 +167,15 @@ class FlowExecutor:
             configuration = current.get("configuration") or {}
             missing = {k: v for k, v in wanted.items() if configuration.get(k) != v}
             comment = dataset.comment if dataset.comment and current.get("description") != dataset.comment else None
+        if not missing and not comment:
+            return
+        with contextlib.suppress(NeedsSpark):
+            set_properties(path, missing, comment)  # a metadata-only commit by the driver
+            return
         settings = [f"'{_sql_str(k)}' = '{_sql_str(v)}'" for k, v in missing.items()]
         if comment:
             settings.append(f"'comment' = '{_sql_str(comment)}'")
-        if settings:
-            self.env.spark.sql(f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES ({', '.join(settings)})")
+        self.env.spark.sql(f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES ({', '.join(settings)})")
 
     def _restore_clustering(self, path: str) -> None:
         """Open-source Delta drops a table's clustering columns when a DataFrame overwrite replaces it (a

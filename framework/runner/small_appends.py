@@ -66,7 +66,7 @@ class BatchAppender:
         data = batch.toArrow()
         try:
             version = append_arrow(self.path, batch.schema, data, txn=txn, description=self.description,
-                                   configuration=self.configuration)
+                                   configuration=self.configuration, streaming=True)
         except NeedsSpark:  # the table changed meanwhile into one only Delta writes: the rows are collected
             self._spark_append(batch.sparkSession.createDataFrame(data, batch.schema), txn)
             return
@@ -80,8 +80,7 @@ class BatchAppender:
         from pyspark.sql.types import StructType
 
         from framework.driver_delta import NeedsSpark, check_writable
-        from framework.runner.small_results import input_bytes
-        from framework.small_tables import arrow_writable, nullable, plain_files
+        from framework.small_tables import arrow_writable, input_bytes, nullable, plain_files
 
         if not arrow_writable(batch.schema):
             return False

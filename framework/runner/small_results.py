@@ -24,18 +24,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def input_bytes(df: DataFrame) -> int:
-    """The estimated size of everything ``df`` reads: the sum of its optimized plan's leaves' statistics."""
-    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
-    return sum(int(str(leaves.apply(i).stats().sizeInBytes())) for i in range(leaves.size()))  # a BigInt
-
-
 def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: str | None,
                     configuration: dict[str, Any]) -> bool:
     """Recompute ``df`` into the Delta table at ``path`` through the driver when its inputs are small and the
     table allows it; False (nothing done) when Spark must write it."""
     from framework.driver_delta import NeedsSpark, check_overwrite, checkpoint_if_due, overwrite_arrow
-    from framework.small_tables import arrow_writable
+    from framework.small_tables import arrow_writable, input_bytes
 
     if max_bytes <= 0 or not arrow_writable(df.schema):
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from framework.delta_log import appended_since_creation, latest_metadata
+from framework.delta_log import appended_since_creation, latest_metadata, protocol_and_metadata
 
 SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
 
@@ -78,3 +78,13 @@ def test_latest_metadata_behind_a_checkpoint_is_unknown(tmp_path: Path) -> None:
     _commit(tmp_path, 2, _add("c"))
     assert latest_metadata(tmp_path) is None  # in the checkpoint's parquet, not in a JSON commit
     assert latest_metadata(tmp_path / "missing") is None
+
+
+def test_protocol_and_metadata_are_the_newest_of_each(tmp_path: Path) -> None:
+    protocol = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+    _commit(tmp_path, 0, protocol, _metadata(), _add("a"))
+    _commit(tmp_path, 1, _metadata(configuration={"quality": "gold"}))  # ALTER TABLE: metadata without protocol
+    _commit(tmp_path, 2, _add("b"))
+    found = protocol_and_metadata(tmp_path)
+    assert found is not None and found[0] == 2 and found[1] == protocol["protocol"]
+    assert found[2] is not None and found[2]["configuration"] == {"quality": "gold"}  # not version 0's

@@ -109,3 +109,31 @@ def test_targets_the_driver_must_not_write_are_merged(spark: SparkSession, tmp_p
     over.apply_batch(spark.createDataFrame(first, SCHEMA), 0, "app")
     over.apply_batch(spark.createDataFrame([(1, "a2", 2, "U")], SCHEMA), 1, "app")
     assert _last_commit(over.target_path)["operation"] == "MERGE"
+
+
+def _first_commit(path: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (Path(path) / "_delta_log" / f"{0:020d}.json").read_text().splitlines()]
+
+
+def test_a_small_first_load_is_created_by_the_driver_as_spark_creates_it(spark: SparkSession,
+                                                                         tmp_path: Path) -> None:
+    batch = [(1, "a", 1, "U"), (2, "b", 1, "U"), (2, None, 2, "D"), (3, "c", 4, "U")]
+    commits, results = [], []
+    for small_bytes, folder in ((0, "spark"), (SMALL, "driver")):
+        target = _target(spark, tmp_path / folder, SPEC, small_bytes)
+        metrics = target.apply_batch(spark.createDataFrame(batch, SCHEMA), 0, "app")
+        assert (metrics.num_upserted_rows, metrics.num_deleted_rows) == (3, 1)
+        assert target.apply_batch(spark.createDataFrame(batch, SCHEMA), 0, "app").skipped  # replayed: nothing
+        commits.append(_first_commit(target.target_path))
+        results.append(rows(spark, target))
+        # the delete below the new version stays applied: a late upsert of key 2 opens no open-ended version
+        target.apply_batch(spark.createDataFrame([(2, "late", 1, "U")], SCHEMA), 1, "app")
+        results.append(rows(spark, target))
+    assert results[0] == results[2] and results[1] == results[3]
+    spark_commit, driver_commit = commits
+    assert driver_commit[0]["commitInfo"]["engineInfo"] == ENGINE_INFO
+    assert [a["protocol"] for a in driver_commit if "protocol" in a] == [a["protocol"] for a in spark_commit
+                                                                        if "protocol" in a]
+    configuration = [a["metaData"]["configuration"] for a in driver_commit if "metaData" in a]
+    assert configuration == [{"delta.enableDeletionVectors": "true"}]
+    assert [a["txn"]["appId"] for a in driver_commit if "txn" in a] == ["app"]

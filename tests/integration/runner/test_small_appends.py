@@ -68,6 +68,9 @@ def test_small_batches_are_committed_by_the_driver_as_the_sink_would(spark: Spar
     assert detail.description == "orders as landed" and detail.properties == {"quality": "bronze"}  # in the first commit
     query_id = json.loads((spec.checkpoints_dir / "orders" / "orders" / "metadata").read_text())["id"]
     assert [a["txn"]["appId"] for c in commits for a in c if "txn" in a] == [query_id, query_id]
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{orders}`").orderBy("version").collect()
+    assert [(h.operation, h.operationParameters["epochId"]) for h in history] == [
+        ("STREAMING UPDATE", "0"), ("STREAMING UPDATE", "1")]  # as Delta's streaming sink shows its commits
     by_id = spec.tables_dir / "by_id"  # a partitioned table: Delta's sink
     assert all(_engine(c).startswith("Apache-Spark") for c in _commits(by_id))
     assert spark.read.format("delta").load(str(by_id)).count() == 3
