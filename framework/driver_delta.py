@@ -47,6 +47,7 @@ STREAMING_UPDATE = "STREAMING UPDATE"  # the operation of a streaming sink's com
 CHECKPOINT_EVERY = 100  # driver commits between two checkpoints (Delta checkpoints every 10 of its own commits)
 _WHOLE_FILE_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "deletionVectors"})
 _COMMIT_ATTEMPTS = 5
+ROW_GROUP_ROWS = 131072
 
 
 class NeedsSpark(Exception):
@@ -318,7 +319,8 @@ def _write_parquet(table: Path, data: Any) -> dict[str, Any]:
 
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     table.mkdir(parents=True, exist_ok=True)
-    pq.write_table(data, table / name, compression="snappy")
+    # row groups Spark can split between tasks when it reads a large file back (pyarrow's default: 1Mi rows)
+    pq.write_table(data, table / name, compression="snappy", row_group_size=ROW_GROUP_ROWS)
     stat = (table / name).stat()
     return {"path": name, "partitionValues": {}, "size": stat.st_size,
             "modificationTime": int(stat.st_mtime * 1000), "dataChange": True,

@@ -182,7 +182,28 @@ def project_map(df: DataFrame, plan: Plan) -> DataFrame:
 def project_parsed(df: DataFrame, plan: Plan, corrupt: Column | None = None) -> DataFrame:
     """From columns (PATH, RAW, PARSED) to the output columns, PARSED being a record of the framework jar's parsers
     (``v``: each column's raw text, ``u``: the entries of other keys or NULL). A corrupt record is one where
-    ``corrupt`` holds, by default one whose PARSED is NULL."""
+    ``corrupt`` holds, by default one whose PARSED is NULL.
+
+    The projection's columns are unresolved expressions that depend on ``plan`` alone; built through Py4J (a few
+    hundred calls, about 0.1 s), they are kept per Spark context and plan and applied again to each new source
+    of the same plan (every update of a warm session builds its Auto Loader sources anew)."""
+    if corrupt is not None:
+        return _apply(df, _parsed_stages(plan, corrupt))
+    cache: dict[Plan, list[list[Column | str]]] = df.sparkSession.sparkContext.__dict__.setdefault(
+        "_medallion_parsed_projections", {})
+    stages = cache.get(plan)
+    if stages is None:
+        stages = _parsed_stages(plan, None)
+        if len(cache) >= _CACHED_PLANS:
+            cache.clear()
+        cache[plan] = stages
+    return _apply(df, stages)
+
+
+_CACHED_PLANS = 64
+
+
+def _parsed_stages(plan: Plan, corrupt: Column | None) -> list[list[Column | str]]:
     parsed = F.col(PARSED)
     unknown = parsed["u"]
 
@@ -195,8 +216,8 @@ def project_parsed(df: DataFrame, plan: Plan, corrupt: Column | None = None) -> 
                       if not isinstance(f.dataType, StringType)]
         return F.map_concat(F.coalesce(unknown, empty), *mismatched)
 
-    return _project(df, plan, [parsed["v"][i] for i in range(len(plan.data.fields))], lambda _raws: unknown.isNotNull(),
-                    F.map_keys(unknown), parsed.isNull() if corrupt is None else corrupt, rescue_map)
+    return _stages(plan, [parsed["v"][i] for i in range(len(plan.data.fields))], lambda _raws: unknown.isNotNull(),
+                   F.map_keys(unknown), parsed.isNull() if corrupt is None else corrupt, rescue_map)
 
 
 def _names(plan: Plan) -> list[str]:
@@ -207,9 +228,21 @@ def _raw_cols(plan: Plan) -> list[str]:
     return [f"__cf_r{i}" for i in range(len(plan.data.fields))]
 
 
+def _apply(df: DataFrame, stages: list[list[Column | str]]) -> DataFrame:
+    for columns in stages:
+        df = df.select(*columns)
+    return df
+
+
 def _project(df: DataFrame, plan: Plan, raw_values: list[Column], maybe_unknown: Callable[[list[Column]], Column],
              unknown: Column, corrupt: Column, rescue_map: Callable[[Column], Column]) -> DataFrame:
-    """The typed columns, the new-column guard and the rescued JSON from each column's raw text.
+    return _apply(df, _stages(plan, raw_values, maybe_unknown, unknown, corrupt, rescue_map))
+
+
+def _stages(plan: Plan, raw_values: list[Column], maybe_unknown: Callable[[list[Column]], Column],
+            unknown: Column, corrupt: Column, rescue_map: Callable[[Column], Column]) -> list[list[Column | str]]:
+    """The projections, applied in order, that give the typed columns, the new-column guard and the rescued JSON
+    from each column's raw text.
 
     ``maybe_unknown`` (given the raw columns) is true for every row with a key outside the schema; only those
     rows evaluate ``unknown`` (their exact unknown names) and the guard. ``rescue_map`` gives, for the names to
@@ -219,10 +252,10 @@ def _project(df: DataFrame, plan: Plan, raw_values: list[Column], maybe_unknown:
     """
     raw_cols = _raw_cols(plan)
     typed_cols = [f"__cf_t{i}" for i in range(len(raw_cols))]
-    df = df.select("*", *[v.alias(c) for v, c in zip(raw_values, raw_cols, strict=True)])
+    stages: list[list[Column | str]] = [["*", *[v.alias(c) for v, c in zip(raw_values, raw_cols, strict=True)]]]
     raws = {f.name: F.col(c) for f, c in zip(plan.data.fields, raw_cols, strict=True)}
-    df = df.select("*", *[typed_value(raws[f.name], f).alias(c)
-                          for f, c in zip(plan.data.fields, typed_cols, strict=True)])
+    stages.append(["*", *[typed_value(raws[f.name], f).alias(c)
+                          for f, c in zip(plan.data.fields, typed_cols, strict=True)]])
     typed = {f.name: F.col(c) for f, c in zip(plan.data.fields, typed_cols, strict=True)}
     mu = maybe_unknown([F.col(c) for c in raw_cols])
     mismatch = _any_mismatch(plan, raws, typed)
@@ -231,25 +264,26 @@ def _project(df: DataFrame, plan: Plan, raw_values: list[Column], maybe_unknown:
         flags.append(mismatch.alias("__cf_mm_any"))
     if plan.guard is not None:
         flags.append(F.when(mu, guarded(plan, unknown, F.lit(False))).otherwise(F.lit(False)).alias("__cf_guard"))
-    df = df.select("*", *flags)
+    stages.append(["*", *flags])
 
     def output(value: Column) -> Column:
         return F.when(F.col("__cf_guard"), F.lit(None)).otherwise(value) if plan.guard is not None else value
 
-    out = [output(typed[f.name]).alias(f.name) for f in plan.data.fields] + partition_values(plan)
+    out: list[Column | str] = [output(typed[f.name]).alias(f.name) for f in plan.data.fields]
+    out += partition_values(plan)
     if not plan.rescued_column:
-        return df.select(*out)
+        return [*stages, out]
     mism = _mismatched_names(plan, raws, typed)
     keys = (F.when(F.col("__cf_mu"), unknown).otherwise(_str_array([])))
     if mism is not None:
         keys = F.concat(keys, mism)
     suspicious = F.col("__cf_mu") | F.col("__cf_mm_any") if mismatch is not None else F.col("__cf_mu")
-    df = df.select("*", corrupt.alias(CORRUPT), F.when(suspicious, keys).alias(KEYS))
+    stages.append(["*", corrupt.alias(CORRUPT), F.when(suspicious, keys).alias(KEYS)])
     rescued = (F.when(F.col(CORRUPT), _corrupt_json())
                .when(F.size(F.col(KEYS)) > 0,
                      F.to_json(F.map_concat(rescue_map(F.col(KEYS)),
                                             F.create_map(F.lit(FILE_PATH_KEY), F.col(PATH))))))
-    return df.select(*out, rescued.alias(plan.rescued_column))
+    return [*stages, [*out, rescued.alias(plan.rescued_column)]]
 
 
 def _any_mismatch(plan: Plan, raws: dict[str, Column], typed: dict[str, Column]) -> Column | None:

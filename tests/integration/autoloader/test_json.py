@@ -265,3 +265,17 @@ def test_whitespace_only_lines_are_no_records(flow: Callable[..., Flow]) -> None
     g.write("a.json", '{"id": 3}')
     g.write("b.json", " \t\n\t\n")
     assert [r["id"] for r in g.run()] == ["3"]
+
+
+def test_a_second_source_of_the_same_plan_reuses_its_projection(flow: Callable[..., Flow]) -> None:
+    f = flow({**JSON, "cloudFiles.schemaEvolutionMode": "rescue"})
+    f.jsonl("a.json", {"id": 1, "name": "ann"})
+    first = f.run()
+    cache = f.spark.sparkContext.__dict__.get("_medallion_parsed_projections")
+    assert cache  # the framework jar's parser path keeps the projection per plan
+    kept = dict(cache)
+    f.jsonl("b.json", {"id": 2, "name": "cy", "extra": 2})
+    second = f.run()  # a new source of the same plan: the same columns, rescued data included
+    assert all(cache.get(plan) is stages for plan, stages in kept.items())
+    assert [(r["id"], r["name"]) for r in first] == [("1", "ann")] and [r["name"] for r in second] == ["cy"]
+    assert first[0]["_rescued_data"] is None and rescued(second[0]["_rescued_data"])["extra"] == "2"  # type: ignore[index]
