@@ -54,6 +54,7 @@ class BatchAppender:
     description: str | None = None
     configuration: dict[str, str] = field(default_factory=dict)
     driver_batches: int = 0  # how many batches the driver committed
+    _query: str | None = field(default=None, repr=False)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Commit micro-batch ``batch_id``: by the driver when it is small (see the module), else by Spark."""
@@ -106,5 +107,7 @@ class BatchAppender:
 
     def _query_id(self) -> str:
         """The query's id, kept in its checkpoint across restarts: Delta's streaming sink uses it as the app id
-        of its ``txn`` actions."""
-        return str(json.loads((Path(self.checkpoint) / "metadata").read_text())["id"])
+        of its ``txn`` actions. Read once per query (a continuous flow calls this for every micro-batch)."""
+        if self._query is None:
+            self._query = str(json.loads((Path(self.checkpoint) / "metadata").read_text())["id"])
+        return self._query
