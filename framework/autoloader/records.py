@@ -50,7 +50,6 @@ class Plan:
     rescued_column: str | None
     guard: str | None  # None, "addNewColumns" or "failOnNewColumns"
     case_sensitive: bool
-    schema_location: str | None
     # the raw text of struct columns may hold keys no field has (Spark's built-in path): a struct value with a
     # top-level key outside its fields then counts as a mismatch, so the whole value is rescued
     check_struct_keys: bool = False

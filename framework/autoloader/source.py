@@ -78,8 +78,7 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
 
     plan = records.Plan(data=data, partitions=partitions, rescued_column=rescued,
                         guard=mode if mode in ("addNewColumns", "failOnNewColumns") else None,
-                        case_sensitive=opts.reader_case_sensitive,
-                        schema_location=str(store.root))
+                        case_sensitive=opts.reader_case_sensitive)
     cutoff = _existing_files_cutoff(opts, store, listed, checkpoint)
     extras = (_extra_columns(spark, opts, root, listed, checkpoint, StructType(data.fields + partitions.fields))
               if opts.format in NATIVE_TYPED and rescued is not None and plan.guard is None else StructType([]))

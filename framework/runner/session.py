@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from framework.errors import EnvironmentSetupError
 from framework.runner import cds
 from framework.runner.jars import build_framework_jar, framework_jar
+from framework.runner.jvm_warmup import start_warmup
 from framework.runner.py4j_lookups import cache_lookups
 from framework.settings import (
     FRAMEWORK_JAR_PREFIX,
@@ -71,6 +72,8 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
         if java_options:
             builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = builder.getOrCreate()
+    if os.environ.get("MEDALLION_NO_WARMUP") != "1":
+        start_warmup(spark)  # JVM initialisations every update needs, off its critical path
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     quiet_query_context_loggers()
     ship_python_modules(spark)

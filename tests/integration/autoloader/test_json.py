@@ -279,3 +279,19 @@ def test_a_second_source_of_the_same_plan_reuses_its_projection(flow: Callable[.
     assert all(cache.get(plan) is stages for plan, stages in kept.items())
     assert [(r["id"], r["name"]) for r in first] == [("1", "ann")] and [r["name"] for r in second] == ["cy"]
     assert first[0]["_rescued_data"] is None and rescued(second[0]["_rescued_data"])["extra"] == "2"  # type: ignore[index]
+
+
+def test_a_source_of_the_same_plan_elsewhere_reuses_its_projection(flow: Callable[..., Flow]) -> None:
+    """The projection depends on the columns and options only: another landing folder and schema location
+    (every test of the test kit, every pipeline of a warm engine) takes the one built before."""
+    options = {**JSON, "cloudFiles.schemaEvolutionMode": "rescue"}
+    first = flow(options, name="first")
+    first.jsonl("a.json", {"id": 1, "name": "ann"})
+    first.run()
+    cache = first.spark.sparkContext.__dict__["_medallion_parsed_projections"]
+    kept = dict(cache)
+    other = flow(options, name="other")
+    other.jsonl("a.json", {"id": 2, "name": "bo"})
+    rows = other.run()
+    assert dict(cache) == kept and all(cache[plan] is stages for plan, stages in kept.items())
+    assert [(r["id"], r["name"]) for r in rows] == [("2", "bo")]
