@@ -21,6 +21,7 @@ from framework.runner.progress import FlowEvent, ProgressListener
 from framework.runner.resolve import flow_kind_label
 from framework.runner.results import FlowResult
 from framework.runner.scheduler import COMPLETED, EXCLUDED, Scheduler
+from framework.runner.streams import allow_starts, refuse_starts
 from framework.runner.ticker import ticking
 
 if TYPE_CHECKING:
@@ -75,40 +76,46 @@ class Execution:
             self.results[key].status = status
             if status == EXCLUDED:
                 self.listener.flow_excluded(self.events[key])
-        total = self.scheduler.pending
-        position = 0
         running: dict[Future[_Outcome], str] = {}
         starts: dict[str, float] = {}  # flow name -> when it started, for the progress lines
+        allow_starts()
         with ThreadPoolExecutor(max_workers=self.max_concurrent) as pool, \
                 ticking(self.router.spark, self.listener, starts=starts):
-            while True:
-                for key, upstream in self.scheduler.skippable():
-                    self.results[key].status = "SKIPPED"
-                    self.listener.flow_skipped(self.events[key], self.events[upstream].name)
-                for key in self.scheduler.ready():
-                    self.results[key].status = "RUNNING"
-                    self.listener.flow_starting(self.events[key])
-                    starts[self.events[key].name] = time.monotonic()
-                    running[pool.submit(self._run_flow, key)] = key
-                if not running:
-                    break
-                try:
-                    done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                except KeyboardInterrupt:
-                    self._interrupt(running)  # the running flows return once their queries stopped
-                    break
-                for future in done:
-                    running.pop(future)
-                    position += 1
-                    self._finish(future.result(), position, total)
+            try:
+                self._schedule(pool, running, starts)
+            except KeyboardInterrupt:  # wherever it landed: the running flows return once their queries stopped
+                self._interrupt(running)
         for key in running.values():  # left running only when interrupted
             self.results[key].status = "CANCELED"
         self.interrupted = bool(running)
         return [self.results[k] for k in self.graph.order]
 
+    def _schedule(self, pool: ThreadPoolExecutor, running: dict[Future[_Outcome], str],
+                  starts: dict[str, float]) -> None:
+        """Start every flow as soon as what it reads is written; return when none is left running."""
+        total = self.scheduler.pending
+        position = 0
+        while True:
+            for key, upstream in self.scheduler.skippable():
+                self.results[key].status = "SKIPPED"
+                self.listener.flow_skipped(self.events[key], self.events[upstream].name)
+            for key in self.scheduler.ready():
+                self.results[key].status = "RUNNING"
+                self.listener.flow_starting(self.events[key])
+                starts[self.events[key].name] = time.monotonic()
+                running[pool.submit(self._run_flow, key)] = key
+            if not running:
+                return
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in done:
+                running.pop(future)
+                position += 1
+                self._finish(future.result(), position, total)
+
     def _interrupt(self, running: dict[Future[_Outcome], str]) -> None:
         """Ctrl-C: stop every streaming query (a micro-batch in flight is rolled back by Spark, so nothing is
         half-committed), cancel what has not started, and let the running flows return."""
+        refuse_starts()  # a flow about to start its query gets UPDATE_CANCELED instead
         for future in running:
             future.cancel()
         self.router.spark.sparkContext.cancelAllJobs()  # a materialized view's overwrite: the old version stays

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework.errors import UpdateError
 from framework.session_settings import session_conf
 
 if TYPE_CHECKING:
@@ -41,6 +42,24 @@ _NODE = re.compile(r"^[\s:+\-|~']*([A-Za-z][A-Za-z0-9]*)", re.M)
 # A streaming query copies the session's settings when it starts; starts are serialized so that a setting
 # changed for one query's start is never seen by another's.
 _START_LOCK = threading.Lock()
+# Set by Ctrl-C (runner/execute.py) until the next update's flows run: a flow that was about to start its query
+# when the interrupt stopped the active ones must not start it afterwards (Ctrl-C reaches the whole process).
+_refusing_starts = False
+
+
+def refuse_starts() -> None:
+    """From now on :func:`start_query` refuses to start a query (the update was interrupted); a start in
+    progress finishes first, so the query it starts is among the active ones the caller stops next."""
+    global _refusing_starts
+    with _START_LOCK:
+        _refusing_starts = True
+
+
+def allow_starts() -> None:
+    """Let :func:`start_query` start queries again (an update's flows are about to run)."""
+    global _refusing_starts
+    with _START_LOCK:
+        _refusing_starts = False
 
 
 def plan_operators(df: DataFrame) -> set[str]:
@@ -94,11 +113,15 @@ def first_batch_from_a_version(checkpoint: str | Path, reservoir_id: str) -> boo
 
 def start_query(df: DataFrame, start: Callable[[], Any]) -> Any:
     """Call ``start`` (which starts a streaming query over ``df``) with no-data batches off when
-    :func:`only_deduplicates` says they would change nothing, and as the session has them otherwise."""
+    :func:`only_deduplicates` says they would change nothing, and as the session has them otherwise. Raises
+    UpdateError (UPDATE_CANCELED) once the update was interrupted (:func:`refuse_starts`)."""
     spark = df.sparkSession
     # the plan is read outside the lock; a session that already has no-data batches off needs nothing
     trim_only = str(spark.conf.get(NO_DATA_BATCHES, "true")).lower() == "true" and only_deduplicates(df)
     with _START_LOCK:
+        if _refusing_starts:
+            raise UpdateError("the update was interrupted (Ctrl-C) before this flow's query started",
+                              code="UPDATE_CANCELED")
         if trim_only:
             with session_conf(spark, {NO_DATA_BATCHES: "false"}):
                 return start()

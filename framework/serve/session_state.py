@@ -1,6 +1,8 @@
 """What one request leaves in the warm SparkSession and the next must not see: SQL settings changed by pipeline
-code (``spark.conf.set``, which may hold a secret), temporary views and cached data. A process of its own would
-start without them; the server puts the session back to how it was when it started, after every request.
+code (``spark.conf.set``, which may hold a secret), temporary views, cached data, and a streaming query still
+active (an interrupted update's flow that started its query as the interrupt arrived: the next update's flow of
+the same name could not start). A process of its own would start without them; the server puts the session back
+to how it was when it started, after every request.
 
 The catalog is kept: the tables an update publishes are references to Delta folders, published again by every
 update, as a Databricks workspace's catalog also outlives an update.
@@ -24,9 +26,12 @@ class SessionBaseline:
         self.database = spark.catalog.currentDatabase()
 
     def restore(self) -> None:
-        """Unset settings added since the start, set changed ones back, return to the first database, drop
-        temporary views, uncache all."""
+        """Stop the streaming queries still active, unset settings added since the start, set changed ones back,
+        return to the first database, drop temporary views, uncache all."""
         spark = self.spark
+        for query in spark.streams.active:
+            with suppress(Exception):  # it ended meanwhile
+                query.stop()
         now = dict(spark.conf.getAll)
         for key in now.keys() - self.conf.keys():
             with suppress(Exception):  # a static setting cannot be changed, and was not by the request either
