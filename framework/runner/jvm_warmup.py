@@ -45,7 +45,8 @@ ACTIONS = (
 
 
 def start_warmup(spark: SparkSession) -> threading.Thread:
-    """Initialise :data:`CLASSES` in the session's JVM on a daemon thread; return the thread."""
+    """Initialise :data:`CLASSES` and read and write back :data:`ACTIONS` in the session's JVM, on a daemon thread;
+    return the thread."""
     thread = threading.Thread(target=_initialise, args=(spark,), name="medallion-jvm-warmup", daemon=True)
     thread.start()
     return thread
