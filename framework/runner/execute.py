@@ -84,10 +84,11 @@ class Execution:
             try:
                 self._schedule(pool, running, starts)
             except KeyboardInterrupt:  # wherever it landed: the running flows return once their queries stopped
+                self.interrupted = True
                 self._interrupt(running)
-        for key in running.values():  # left running only when interrupted
-            self.results[key].status = "CANCELED"
-        self.interrupted = bool(running)
+        if self.interrupted:  # the flows it stopped, and one submitted as it landed (not yet in `running`)
+            for key in {*running.values(), *(k for k, r in self.results.items() if r.status == "RUNNING")}:
+                self.results[key].status = "CANCELED"
         return [self.results[k] for k in self.graph.order]
 
     def _schedule(self, pool: ThreadPoolExecutor, running: dict[Future[_Outcome], str],

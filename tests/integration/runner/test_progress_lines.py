@@ -82,3 +82,33 @@ def test_ctrl_c_stops_the_update_and_the_event_log_says_canceled(spark: SparkSes
     assert again.succeeded
     ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "slow_rows")).collect())
     assert ids == sorted(i * 10 + j for i in range(6) for j in range(4))  # every row exactly once
+
+
+class _CtrlCAtStart(io.StringIO):
+    """The console's stream: Ctrl-C lands while the first "starting" line is written (outside the wait for the
+    flows, where the interrupt usually lands)."""
+
+    fired = False
+
+    def write(self, text: str) -> int:
+        if "starting" in text and not self.fired:
+            self.fired = True
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_as_a_flow_starts_cancels_the_update(spark: SparkSession, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    write_json_lines(landing, "0.json", ['{"id": 1}', '{"id": 2}'])
+    spec = make_pipeline(tmp_path, {"p.py": SLOW}, {"landing": str(landing)})
+    out = _CtrlCAtStart()
+    with pytest.raises(KeyboardInterrupt):
+        run_update(spec, UpdateOptions(out=out), spark=spark)
+    assert out.fired and not spark.streams.active
+    events = spark.read.format("delta").load(str(spec.events_dir))
+    last = events.where("event_type = 'update_progress'").orderBy("timestamp").collect()[-1]
+    assert last.message.endswith("is CANCELED.")
+    again = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)  # queries start again
+    assert again.succeeded
+    ids = sorted(r.id for r in spark.read.format("delta").load(str(spec.tables_dir / "slow_rows")).collect())
+    assert ids == [1, 2]
