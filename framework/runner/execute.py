@@ -21,7 +21,7 @@ from framework.runner.progress import FlowEvent, ProgressListener
 from framework.runner.resolve import flow_kind_label
 from framework.runner.results import FlowResult
 from framework.runner.scheduler import COMPLETED, EXCLUDED, Scheduler
-from framework.runner.streams import allow_starts, refuse_starts
+from framework.runner.streams import allow_starts, refuse_starts, stop_active_queries
 from framework.runner.ticker import ticking
 
 if TYPE_CHECKING:
@@ -120,11 +120,7 @@ class Execution:
         for future in running:
             future.cancel()
         self.router.spark.sparkContext.cancelAllJobs()  # a materialized view's overwrite: the old version stays
-        for query in list(self.router.spark.streams.active):
-            try:
-                query.stop()
-            except Exception:  # the query ended on its own meanwhile
-                continue
+        stop_active_queries(self.router.spark)
 
     def _run_flow(self, key: str) -> _Outcome:
         """Run one flow (twice at most); never raises: the failure is classified and returned. What each

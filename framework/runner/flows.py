@@ -516,16 +516,11 @@ def _counted_once(handler: Any) -> Any:
 def activate_session(spark: Any) -> None:
     """Make ``spark`` the JVM's active session on the calling thread. Flows run on worker threads, which have
     none; without it ``writeStream.toTable`` of an existing Delta catalog table fails with
-    DELTA_INVALID_V1_TABLE_CALL (the table resolves as a path-based DeltaTableV2). The JVM class is looked up once
-    per session object (each package of a dotted name is a round trip to the JVM)."""
+    DELTA_INVALID_V1_TABLE_CALL (the table resolves as a path-based DeltaTableV2). The class is named whole, one
+    look-up that ``runner/py4j_lookups.py`` keeps (``jvm.org.apache...`` is a round trip to the JVM per package)."""
     jvm, jsession = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
-    if jvm is None or jsession is None:
-        return
-    session_class = spark.__dict__.get("_medallion_session_class")
-    if session_class is None:
-        session_class = jvm.org.apache.spark.sql.SparkSession
-        spark.__dict__["_medallion_session_class"] = session_class
-    session_class.setActiveSession(jsession)
+    if jvm is not None and jsession is not None:
+        getattr(jvm, "org.apache.spark.sql.SparkSession").setActiveSession(jsession)
 
 
 def _nullable(schema: StructType) -> StructType:

@@ -16,6 +16,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,13 @@ def allow_starts() -> None:
     global _refusing_starts
     with _START_LOCK:
         _refusing_starts = False
+
+
+def stop_active_queries(spark: Any) -> None:
+    """Stop every streaming query active in ``spark`` (one that ends on its own meanwhile is left alone)."""
+    for query in list(spark.streams.active):
+        with suppress(Exception):
+            query.stop()
 
 
 def plan_operators(df: DataFrame) -> set[str]:

@@ -274,9 +274,9 @@ class Server:
         spark = self.spark
         if spark is None:
             return
-        for query in spark.streams.active:
-            with suppress(Exception):
-                query.stop()
+        from framework.runner.streams import stop_active_queries
+
+        stop_active_queries(spark)
         with suppress(Exception):
             spark.sparkContext.cancelAllJobs()
 

@@ -28,10 +28,10 @@ class SessionBaseline:
     def restore(self) -> None:
         """Stop the streaming queries still active, unset settings added since the start, set changed ones back,
         return to the first database, drop temporary views, uncache all."""
+        from framework.runner.streams import stop_active_queries
+
         spark = self.spark
-        for query in spark.streams.active:
-            with suppress(Exception):  # it ended meanwhile
-                query.stop()
+        stop_active_queries(spark)
         now = dict(spark.conf.getAll)
         for key in now.keys() - self.conf.keys():
             with suppress(Exception):  # a static setting cannot be changed, and was not by the request either
