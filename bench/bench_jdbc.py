@@ -15,20 +15,29 @@ the first; the second's figures follow as ``*_python``.
    the same query runs again from its checkpoint: it must read exactly those rows (count checked) and cost at
    most 0.15 x the first load. PostgreSQL has an index on ``updated_at``, as a table read by watermark should.
 
-The throwaway PostgreSQL cluster comes from ``framework.testing.postgres`` (as in the tests). Medians of
-``--runs``; the load average is printed; the ratios come last.
+3. ``update_floor`` (a reference, no limit): the same update against Spark's own streaming update of as many new
+   rows, read from one new Parquet file added to a folder of the table's rows (``format("parquet")`` stream,
+   available-now, ``noop`` sink), measured right after each framework update. It shows what any streaming query's
+   update costs on the machine: start, offsets, planning, a one-task job, stop.
 
-Run: ``.venv/bin/python -m bench.bench_jdbc [--scale 1] [--runs 3] [--partitions 2]``
+The throwaway PostgreSQL cluster comes from ``framework.testing.postgres`` (as in the tests). ``--warmup`` untimed
+runs of each side come first (default 2; a framework run is a first load and an update, so that the JIT has seen
+a query restart from its checkpoint as often as a first load). Medians of ``--runs``; every run and the load
+average are printed; the ratios come last.
+
+Run: ``.venv/bin/python -m bench.bench_jdbc [--scale 1] [--runs 3] [--warmup 2] [--partitions 2]``
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -74,6 +83,40 @@ def _baseline_load(spark: SparkSession, db: PostgresDatabase, rows: int, partiti
     df.write.format("noop").mode("overwrite").save()
 
 
+class FileStreamFloor:
+    """Spark's own file stream over Parquet copies of the table's rows: ``rows`` in 100 files, then one new file
+    of 1 % of them before each update."""
+
+    def __init__(self, spark: SparkSession, db: PostgresDatabase, work: Path, rows: int) -> None:
+        self.spark, self.folder, self.changes = spark, work / "floor-table", work / "floor-changes"
+        table = spark.read.jdbc(db.url, "public.orders", properties={**db.options, "driver": "org.postgresql.Driver"})
+        table.repartition(100).write.mode("overwrite").parquet(str(self.folder))
+        table.limit(rows // 100).coalesce(1).write.mode("overwrite").parquet(str(self.changes))
+        self.change_file = next(self.changes.glob("*.parquet"))
+        self.schema = table.schema
+        self.runs = 0
+
+    def _load(self, checkpoint: Path) -> int:
+        query = (self.spark.readStream.format("parquet").schema(self.schema).load(str(self.folder))
+                 .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        return sum(int(p.numInputRows) for p in query.recentProgress)
+
+    def update(self) -> float:
+        """A first load from a fresh checkpoint (untimed), one new file, then the timed update."""
+        checkpoint = self.folder.parent / f"floor-checkpoint-{self.runs}"
+        self._load(checkpoint)
+        shutil.copy(self.change_file, self.folder / f"change-{self.runs}.parquet")
+        self.runs += 1
+        start = time.perf_counter()
+        read = self._load(checkpoint)
+        elapsed = time.perf_counter() - start
+        if read != self.spark.read.parquet(str(self.changes)).count():
+            raise SystemExit(f"the file stream's update read {read} rows")
+        return elapsed
+
+
 def _change_one_percent(db: PostgresDatabase, rows: int, run: int) -> int:
     step = 100
     db.execute(f"UPDATE orders SET amount = amount + 1, updated_at = timestamptz '2030-01-01' + "
@@ -85,6 +128,7 @@ def _change_one_percent(db: PostgresDatabase, rows: int, run: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = common_args(__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=2, help="read partitions on both sides (default 2)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs of each side first (default 2)")
     args = parser.parse_args(argv)
     rows = int(ROWS * args.scale)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-jdbc-"))
@@ -97,61 +141,79 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_or_create_session()
         register_sources(spark)
         register_python_source(spark)
-        first, incremental = _run(spark, db, rows, work, args.runs, args.partitions, SOURCE_NAME)
-        first_py, incremental_py = _run(spark, db, rows, work, args.runs, args.partitions, PYTHON_SOURCE_NAME)
+        changes = iter(range(10**6))  # every change moves rows past every earlier watermark
+        floor = Comparison("update_floor")  # framework: the update; "baseline": Spark's file stream update
+        first, incremental = _run(spark, db, rows, work, args, SOURCE_NAME, changes,
+                                  FileStreamFloor(spark, db, work, rows), floor)
+        first_py, incremental_py = _run(spark, db, rows, work, args, PYTHON_SOURCE_NAME, changes)
     finally:
         server.stop()
         shutil.rmtree(server.folder, ignore_errors=True)
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {rows:,} rows, "
-          f"{args.partitions} partitions each side")
+          f"{args.partitions} partitions each side, {args.warmup} untimed runs of each side first")
     print(incremental_py.report())
     print(first_py.report())
     print(f"[first_load_python] throughput framework/baseline = {first_py.baseline_median / first_py.framework_median:.3f}")
+    print(floor.report())
     print(incremental.report(limit=0.15))
     print(first.report(limit=1.25))
     throughput = first.baseline_median / first.framework_median
     print(f"[first_load] throughput framework/baseline = {throughput:.3f}  (wanted >= 0.80: "
           f"{'OK' if throughput >= 0.8 else 'UNDER'})")
-    write_json(args.json, first, incremental, first_py, incremental_py)
+    write_json(args.json, first, incremental, floor, first_py, incremental_py)
     return 0
 
 
-def _run(spark: SparkSession, db: PostgresDatabase, rows: int, work: Path, runs: int, partitions: int,
-         source: str) -> tuple[Comparison, Comparison]:
+def _run(spark: SparkSession, db: PostgresDatabase, rows: int, work: Path, args: argparse.Namespace,
+         source: str, changes: Iterator[int], floor: FileStreamFloor | None = None,
+         floor_figures: Comparison | None = None) -> tuple[Comparison, Comparison]:
     suffix = "_python" if source == PYTHON_SOURCE_NAME else ""
     first = Comparison(f"first_load{suffix}")
     incremental = Comparison(f"incremental{suffix}")  # framework: the update; "baseline": the same flow's first load
-    _framework_load(spark, db, work / f"warmup{suffix}", partitions, source)  # JIT, workers, caches: not counted
-    _baseline_load(spark, db, rows, partitions)
+    for w in range(args.warmup):  # JIT, workers, caches: not counted
+        checkpoint = work / f"warmup{suffix}-{w}"
+        _framework_load(spark, db, checkpoint, args.partitions, source)
+        _change_one_percent(db, rows, next(changes))
+        _framework_load(spark, db, checkpoint, args.partitions, source)
+        _baseline_load(spark, db, rows, args.partitions)
+        if floor is not None:
+            floor.update()
     read_counts, batch_s = [], []
-    for i in range(runs):
+    for i in range(args.runs):
         checkpoint = work / f"checkpoint{suffix}-{i}"
         shutil.rmtree(checkpoint, ignore_errors=True)
         order = ["framework", "baseline"] if i % 2 == 0 else ["baseline", "framework"]
         for side in order:
             start = time.perf_counter()
             if side == "framework":
-                read, batch = _framework_load(spark, db, checkpoint, partitions, source)
+                read, batch = _framework_load(spark, db, checkpoint, args.partitions, source)
                 batch_s.append(batch)
                 assert read >= rows, f"the first load read {read} rows, not {rows}"
             else:
-                _baseline_load(spark, db, rows, partitions)
+                _baseline_load(spark, db, rows, args.partitions)
             elapsed = time.perf_counter() - start
             (first.framework_s if side == "framework" else first.baseline_s).append(elapsed)
-            print(f"  {source} run {i + 1}/{runs} first load {side}: {elapsed:.2f}s", file=sys.stderr, flush=True)
-        changed = _change_one_percent(db, rows, i + (runs if suffix else 0))
+            print(f"  {source} run {i + 1}/{args.runs} first load {side}: {elapsed:.2f}s", file=sys.stderr, flush=True)
+        changed = _change_one_percent(db, rows, next(changes))
         start = time.perf_counter()
-        read, _ = _framework_load(spark, db, checkpoint, partitions, source)
+        read, _ = _framework_load(spark, db, checkpoint, args.partitions, source)
         elapsed = time.perf_counter() - start
         if read != changed:
             raise SystemExit(f"the update read {read} rows; {changed} changed")
         read_counts.append(read)
         incremental.framework_s.append(elapsed)
         incremental.baseline_s.append(first.framework_s[-1])
-        print(f"  {source} run {i + 1}/{runs} update after 1% changed: {elapsed:.2f}s ({read} rows)", file=sys.stderr)
+        print(f"  {source} run {i + 1}/{args.runs} update after 1% changed: {elapsed:.2f}s ({read} rows)",
+              file=sys.stderr)
+        if floor is not None and floor_figures is not None:
+            floor_figures.framework_s.append(elapsed)
+            floor_figures.baseline_s.append(floor.update())
+            print(f"  run {i + 1}/{args.runs} Spark's file stream update: {floor_figures.baseline_s[-1]:.2f}s",
+                  file=sys.stderr)
     incremental.extra["rows read by each update (= rows changed)"] = read_counts
+    incremental.extra["updates, seconds"] = [round(x, 3) for x in incremental.framework_s]
     first.extra["rows per second, medians"] = (f"framework {rows / statistics.median(first.framework_s):,.0f}, "
                                                f"baseline {rows / statistics.median(first.baseline_s):,.0f}")
     overhead = statistics.median(f - b for f, b in zip(first.framework_s, batch_s, strict=True))
