@@ -8,7 +8,8 @@ process starts afterwards maps it (``-XX:SharedArchiveFile``). Measured on 2 cor
 3.3 s, the first query 2.5-2.7 s to 1.2 s (bench/README.md, cold runs).
 
 The archive is only valid for the JVM and class path it was written with: its name is a hash of the ``java``
-binary, the driver's jars (names and sizes) and the JVM options, so a changed jar or option simply finds no
+binary, the driver's jars (names, sizes and modification times, which the JVM checks too: a jar rebuilt with the
+same content no longer fits) and the JVM options, so a changed or rebuilt jar or option simply finds no
 archive (the session starts as before, without one) until ``make setup`` writes a new one. The JVM itself checks
 the archive again when it maps it and ignores it silently when it does not fit (``-Xshare:auto``, logging off).
 The archive is written by :mod:`framework.cds_training` (``make setup``).
@@ -48,8 +49,9 @@ def archive_path(settings: LocalSparkSettings, java: Path, jars: Sequence[Path],
     digest = hashlib.sha256()
     spark_jars = Path(pyspark.__file__).parent / "jars"
     for path in [Path(os.path.realpath(java)), *sorted(spark_jars.glob("*.jar")), *jars]:
-        size = path.stat().st_size if path.exists() else -1
-        digest.update(f"{path}\0{size}\0".encode())
+        stat = path.stat() if path.exists() else None
+        size, mtime = (stat.st_size, stat.st_mtime_ns) if stat else (-1, -1)
+        digest.update(f"{path}\0{size}\0{mtime}\0".encode())
     digest.update("\0".join([*java_options, settings.spark_conf.get("spark.driver.memory", "")]).encode())
     return settings.jar_cache_dir.parent / "cds" / f"driver-{digest.hexdigest()[:16]}.jsa"
 

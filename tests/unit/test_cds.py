@@ -3,6 +3,7 @@ one writes it, and which one gets the small-command options (no Spark)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,16 @@ def test_the_archive_is_named_after_the_jvm_the_jars_and_the_options(tmp_path: P
     assert cds.archive_path(settings, other_java, [jar], ["-XX:MaxInlineLevel=3"]) != first
     _jar(tmp_path, 11)  # a jar replaced by another build of it
     assert cds.archive_path(settings, java, [jar], ["-XX:MaxInlineLevel=3"]) != first
+
+
+def test_a_jar_rebuilt_with_the_same_size_needs_another_archive(tmp_path: Path, java: Path) -> None:
+    # the JVM checks each class-path jar's modification time as well as its size, and silently ignores an
+    # archive written with another: a jar rebuilt from the same sources must not find the old archive
+    settings = _settings(tmp_path)
+    jar = _jar(tmp_path, 10)
+    first = cds.archive_path(settings, java, [jar], [])
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    assert cds.archive_path(settings, java, [jar], []) != first
 
 
 def test_an_existing_archive_is_mapped_quietly_and_a_missing_one_is_not_asked_for(
