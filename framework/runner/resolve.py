@@ -18,7 +18,7 @@ from framework.runner.query import call_query_function
 from framework.runner.reads import FlowReader, ReadRouter, SourceKey, external_read, source_key
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 class _Unresolvable(Exception):
@@ -227,11 +227,26 @@ class ResolveReader(FlowReader):
         spark = self.env.spark
         if df is None:
             if dataset.schema is not None:
-                return spark.createDataFrame([], dataset.schema)
+                return empty_frame(spark, dataset.schema)
             raise _Unresolvable(key)
         if df.isStreaming and not streaming:
-            return spark.createDataFrame([], df.schema)
+            return empty_frame(spark, df.schema)
         return df
+
+
+def empty_frame(spark: SparkSession, schema: Any) -> DataFrame:
+    """An empty DataFrame of ``schema`` (a StructType or a schema string), built in the JVM as a local relation:
+    ``spark.createDataFrame([], schema)`` goes through a Python RDD, 0.1-0.15 s in a fresh session."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    struct = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if not isinstance(struct, StructType):  # a single type: createDataFrame names its column itself
+        return spark.createDataFrame([], schema)
+    jspark, jvm = spark._jsparkSession, spark.sparkContext._jvm
+    if jvm is None:
+        return spark.createDataFrame([], schema)
+    return DataFrame(jspark.createDataFrame(jvm.java.util.ArrayList(), jspark.parseDataType(struct.json())), spark)
 
 
 def _with_change_columns(df: DataFrame) -> DataFrame:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from framework.errors import EnvironmentSetupError
 from framework.runner import cds
 from framework.runner.jars import build_framework_jar, framework_jar
-from framework.runner.jvm_warmup import start_warmup
+from framework.runner.jvm_warmup import start_early_warmup, start_warmup
 from framework.runner.py4j_lookups import cache_lookups
 from framework.settings import (
     FRAMEWORK_JAR_PREFIX,
@@ -54,30 +54,43 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors run this Python: the same path there
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder
     conf.setdefault("spark.sql.warehouse.dir", str(settings.jar_cache_dir.parent / "spark-warehouse"))
     conf.update(extra_conf or {})
-    for key, value in conf.items():
-        builder = builder.config(key, value)
     jars = driver_class_path(settings)
     # Hadoop's local file system forks `chmod` for every file it creates (no native library in pyspark); this
     # subclass sets permissions in-process (jvm/src/medallion/fs). Needs the jar on the driver's class path:
     # Spark resolves file system classes before it loads `spark.jars`.
     if any(p.name.startswith(FRAMEWORK_JAR_PREFIX) for p in jars) and "spark.hadoop.fs.file.impl" not in conf:
-        builder = builder.config("spark.hadoop.fs.file.impl", "medallion.fs.NoForkLocalFileSystem")
-    builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in jars))
+        conf["spark.hadoop.fs.file.impl"] = "medallion.fs.NoForkLocalFileSystem"
+    if not is_local_master(conf.get("spark.master", "")):  # local mode: the executors use the driver's class path
+        conf["spark.jars"] = ",".join(str(p) for p in jars)
+    conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in jars)
     if "spark.driver.extraJavaOptions" not in conf:  # a value given in spark_conf is used as it is
         java_options = launch_java_options(settings, jars, java)
         if java_options:
-            builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
+            conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    warm = os.environ.get("MEDALLION_NO_WARMUP") != "1"
+    if java is not None and warm:  # this process starts the JVM: warm it up while the SparkContext starts
+        _launch_jvm(conf)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if os.environ.get("MEDALLION_NO_WARMUP") != "1":
+    if warm:
         start_warmup(spark)  # JVM initialisations every update needs, off its critical path
     spark.sparkContext.setLogLevel("FATAL")  # failures are reported by the runner
     quiet_query_context_loggers()
     ship_python_modules(spark)
     return spark
+
+
+def _launch_jvm(conf: Mapping[str, str]) -> None:
+    """Start the JVM with ``conf`` (as ``SparkSession.builder.getOrCreate`` would with the same settings, which
+    then finds it running) and its early warm-up (:func:`framework.runner.jvm_warmup.start_early_warmup`)."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized(conf=SparkConf().setAll(list(conf.items())))
+    start_early_warmup(SparkContext._jvm)
 
 
 def driver_class_path(settings: LocalSparkSettings) -> list[Path]:

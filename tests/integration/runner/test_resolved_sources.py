@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 import framework.autoloader as autoloader
+from framework.runner.resolve import empty_frame
 from framework.runner.update import UpdateOptions, run_update
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
@@ -64,3 +67,13 @@ def test_auto_loader_source_is_built_once_per_update_and_again_after_full_refres
     assert built == {str(landing): 4}
     assert sorted(int(r.id) for r in spark.read.table(f"{spec.schema}.raw_orders").collect()) == [1, 2, 3]
     assert sorted(int(r.id) for r in spark.read.table(f"{spec.schema}.big_orders").collect()) == [2, 3]
+
+
+@pytest.mark.parametrize("schema", [
+    "id BIGINT, name STRING", "id: bigint, name: string", "int",
+    StructType([StructField("id", LongType(), False), StructField("tags", ArrayType(StringType()))]),
+])
+def test_a_stand_in_has_the_schema_createdataframe_gives_and_no_rows(spark: SparkSession, schema: Any) -> None:
+    frame = empty_frame(spark, schema)
+    assert frame.schema == spark.createDataFrame([], schema).schema
+    assert not frame.isStreaming and frame.count() == 0
