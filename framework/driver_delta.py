@@ -1,5 +1,5 @@
-"""Delta commits written by the driver, without Spark: one Parquet file written with pyarrow and one JSON commit,
-put in place only if no other commit took its version.
+"""Delta commits written by the driver, without Spark: Parquet written with pyarrow (one file, or one per core for a
+large batch) and one JSON commit, put in place only if no other commit took its version.
 
 Through Spark, even a tiny write is a query, a write job and Delta's commit with its jobs: 0.25-0.45 s of a warm
 session on two cores for one event-log append (about ten of them an update of the sample pipeline), about a second
@@ -31,6 +31,7 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,7 @@ CHECKPOINT_EVERY = 100  # driver commits between two checkpoints (Delta checkpoi
 _WHOLE_FILE_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "deletionVectors"})
 _COMMIT_ATTEMPTS = 5
 ROW_GROUP_ROWS = 131072
+PART_MIN_ROWS = 2 * ROW_GROUP_ROWS  # rows per file below which one file is written by one thread
 
 
 class NeedsSpark(Exception):
@@ -95,7 +97,7 @@ def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | 
 
 def _append(table: Path, schema: StructType, data: Any, txn: Txn | None, description: str | None = None,
             configuration: dict[str, str] | None = None, mode: str = "Append") -> int | None:
-    added = [_write_parquet(table, data)] if data.num_rows else []
+    added = _write_parquet_files(table, data) if data.num_rows else []
 
     def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
         if txn is not None and version >= 0:
@@ -110,19 +112,19 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
                     configuration: dict[str, str] | None = None, txn: Txn | None = None,
                     read_version: int | None = None) -> int | None:
     """Replace the table's rows with ``data`` (a pyarrow Table of ``schema``, as ``DataFrame.toArrow`` returns
-    it) in one commit: an ``add`` of one new file and a ``remove`` of every live one, and the new schema when it
-    changed (``overwriteSchema``). A new table gets ``description`` and ``configuration``. Returns the version,
+    it) in one commit: an ``add`` of each new file (:func:`_write_parquet_files`), a ``remove`` of every live one,
+    and the new schema when it changed (``overwriteSchema``). A new table gets ``description`` and ``configuration``. Returns the version,
     or None when ``txn`` was committed already (nothing written). With ``read_version`` (the version ``data`` was
     computed from) a table that moved past it meanwhile is refused with :class:`NeedsSpark`."""
     table = Path(path)
     schema = nullable(schema)
     _current(table, schema, require_schema=False)
-    new_file = _write_parquet(table, data)
+    new_files = _write_parquet_files(table, data)
 
     def actions(version: int, protocol: dict[str, Any] | None, metadata: dict[str, Any] | None) -> list[Any]:
         if version < 0:
             return [*_new_table(schema, version, description, configuration), *_txn_actions(txn),
-                    {"add": new_file}]
+                    *({"add": f} for f in new_files)]
         if read_version is not None and version != read_version:
             raise NeedsSpark(f"the table moved from version {read_version} to {version} since it was read")
         state = _replayed(table)
@@ -133,9 +135,9 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
         assert metadata is not None
         changed = [] if _schema_of(metadata) == schema else [
             {"metaData": {**metadata, "schemaString": schema.json()}}]
-        return [*changed, *_txn_actions(txn), {"add": new_file}, *removes]
+        return [*changed, *_txn_actions(txn), *({"add": f} for f in new_files), *removes]
 
-    return _commit(table, schema, actions, [new_file], mode="Overwrite", require_schema=False)
+    return _commit(table, schema, actions, new_files, mode="Overwrite", require_schema=False)
 
 
 def set_properties(path: str | Path, configuration: dict[str, str], description: str | None = None) -> int:
@@ -311,6 +313,20 @@ def _check_metadata(metadata: dict[str, Any] | None, schema: StructType | None) 
         raise NeedsSpark("the table has constraints, generated or identity columns")
     if schema is not None and _schema_of(metadata) != schema:
         raise NeedsSpark("the table's schema differs from the rows'")
+
+
+def _write_parquet_files(table: Path, data: Any) -> list[dict[str, Any]]:
+    """Write a pyarrow Table as Parquet files in the table folder; return their ``add`` actions. A table of at
+    least two :data:`PART_MIN_ROWS` slices is written as one file per slice (at most one per core) by as many
+    threads: pyarrow encodes without the GIL, and the driver's cores are otherwise idle while it writes (970,000
+    rows of nine columns: 0.39 s as one file, about half as two)."""
+    parts = min(os.cpu_count() or 1, data.num_rows // PART_MIN_ROWS)
+    if parts <= 1:
+        return [_write_parquet(table, data)]
+    size = -(-data.num_rows // parts)
+    slices = [data.slice(start, size) for start in range(0, data.num_rows, size)]
+    with ThreadPoolExecutor(max_workers=len(slices), thread_name_prefix="medallion-parquet") as pool:
+        return list(pool.map(lambda part: _write_parquet(table, part), slices))
 
 
 def _write_parquet(table: Path, data: Any) -> dict[str, Any]:

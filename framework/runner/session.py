@@ -20,6 +20,7 @@ from framework.errors import EnvironmentSetupError
 from framework.runner import cds
 from framework.runner.jars import build_framework_jar, framework_jar
 from framework.runner.jvm_warmup import start_early_warmup, start_warmup
+from framework.runner.launch import launch_gateway
 from framework.runner.py4j_lookups import cache_lookups
 from framework.settings import (
     FRAMEWORK_JAR_PREFIX,
@@ -70,8 +71,8 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
         if java_options:
             conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     warm = os.environ.get("MEDALLION_NO_WARMUP") != "1"
-    if java is not None and warm:  # this process starts the JVM: warm it up while the SparkContext starts
-        _launch_jvm(conf)
+    if java is not None:  # this process starts the JVM (and warms it up while the SparkContext starts)
+        _launch_jvm(conf, java, settings.jar_cache_dir.parent / "launch", warm)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -84,13 +85,15 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     return spark
 
 
-def _launch_jvm(conf: Mapping[str, str]) -> None:
-    """Start the JVM with ``conf`` (as ``SparkSession.builder.getOrCreate`` would with the same settings, which
-    then finds it running) and its early warm-up (:func:`framework.runner.jvm_warmup.start_early_warmup`)."""
-    from pyspark import SparkConf, SparkContext
+def _launch_jvm(conf: Mapping[str, str], java: Path, cache: Path, warm: bool) -> None:
+    """Start the JVM with ``conf`` (:mod:`framework.runner.launch`; ``SparkSession.builder.getOrCreate`` with the
+    same settings then finds it running) and, when ``warm``, its early warm-up
+    (:func:`framework.runner.jvm_warmup.start_early_warmup`)."""
+    from pyspark import SparkContext
 
-    SparkContext._ensure_initialized(conf=SparkConf().setAll(list(conf.items())))
-    start_early_warmup(SparkContext._jvm)
+    SparkContext._ensure_initialized(gateway=launch_gateway(conf, java, cache))
+    if warm:
+        start_early_warmup(SparkContext._jvm)
 
 
 def driver_class_path(settings: LocalSparkSettings) -> list[Path]:

@@ -134,3 +134,24 @@ def test_deletion_vectors_are_written_around_while_no_live_file_has_one(tmp_path
 
     with pytest.raises(NeedsSpark, match="live files"):
         overwrite_arrow(table, SCHEMA, pa.table({"id": pa.array([5], pa.int64())}))
+
+
+def test_a_large_batch_is_written_as_one_file_per_core_in_one_commit(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+
+    import framework.driver_delta as driver_delta
+
+    monkeypatch.setattr(driver_delta, "PART_MIN_ROWS", 2)
+    monkeypatch.setattr(driver_delta.os, "cpu_count", lambda: 2)
+    table = tmp_path / "t"
+    data = pa.table({"id": pa.array(range(5), pa.int64()), "name": list("abcde"),
+                     "at": pa.array([None] * 5, pa.timestamp("us", tz="UTC"))})
+    assert append_arrow(table, SCHEMA, data) == 0
+    adds = [a["add"] for a in _commit(table, 0) if "add" in a]
+    assert len(adds) == 2 and sorted(json.loads(a["stats"])["numRecords"] for a in adds) == [2, 3]
+    assert [r for a in adds for r in pq.read_table(table / a["path"]).column("id").to_pylist()] == [0, 1, 2, 3, 4]
+    assert append_arrow(table, SCHEMA, data.slice(0, 3)) == 1  # under two slices: one file
+    assert len([a for a in _commit(table, 1) if "add" in a]) == 1
+    assert overwrite_arrow(table, SCHEMA, data) == 2
+    assert _rows(table) == [0, 1, 2, 3, 4] and len(replay(table).files) == 2  # type: ignore[union-attr]

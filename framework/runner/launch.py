@@ -1,0 +1,168 @@
+"""Starting the driver JVM without Spark's launcher scripts (issue 21, cold start).
+
+PySpark starts its JVM with ``bin/spark-submit``: two bash scripts, then a first JVM (Spark's launcher,
+``org.apache.spark.launcher.Main``) that only computes the second one's command line (class path, memory, JVM
+options), then the driver JVM; PySpark then polls for the driver's connection file every 0.1 s. On two cores that
+is 0.25-0.35 s before the driver JVM even starts, in every cold ``medallion run``.
+
+The launcher's answer depends only on its arguments (the session's settings), the ``java`` binary, Spark's
+installation and the environment it reads, so it is computed once and kept in ``.cache/launch/`` under a hash of
+all of them; later sessions with the same settings start the driver JVM directly, with the environment the scripts
+would have exported, and poll for its connection file every 10 ms. Everything after that is PySpark's own:
+:func:`connect` builds the same Py4J gateway ``pyspark.java_gateway.launch_gateway`` builds.
+
+Whatever this module does not reproduce goes through ``launch_gateway`` as before: a ``spark-env.sh`` (bash code
+the scripts source), ``PYSPARK_SUBMIT_ARGS``, ``SPARK_TESTING``, unpinned Py4J threads, or Windows.
+``MEDALLION_SPARK_SUBMIT=1`` always takes that path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from framework.errors import EnvironmentSetupError
+
+FALLBACK_ENV = "MEDALLION_SPARK_SUBMIT"  # "1": always PySpark's launch through spark-submit
+_MAIN = "org.apache.spark.launcher.Main"
+_SUBMIT = "org.apache.spark.deploy.SparkSubmit"
+# what the launcher reads besides its arguments (spark-class, load-spark-env.sh, AbstractCommandBuilder)
+_ENV_PREFIXES = ("SPARK_", "HADOOP_", "YARN_", "JAVA_", "_JAVA_", "JDK_JAVA_", "PYSPARK_")
+# PySpark's imports into the gateway's JVM view (pyspark/java_gateway.py, launch_gateway)
+_IMPORTS = ("org.apache.spark.SparkConf", "org.apache.spark.api.java.*", "org.apache.spark.api.python.*",
+            "org.apache.spark.ml.python.*", "org.apache.spark.mllib.api.python.*", "org.apache.spark.resource.*",
+            "org.apache.spark.sql.Encoders", "org.apache.spark.sql.OnSuccessCall", "org.apache.spark.sql.functions",
+            "org.apache.spark.sql.classic.*", "org.apache.spark.sql.api.python.*", "org.apache.spark.sql.hive.*",
+            "scala.Tuple2")
+
+
+def launch_gateway(conf: Mapping[str, str], java: Path, cache: Path) -> Any:
+    """Start the driver JVM with ``conf`` (as ``spark-submit --conf k=v ... pyspark-shell`` would) and return
+    PySpark's Py4J gateway to it; through PySpark's own ``launch_gateway`` when :func:`direct_launch_possible`
+    says no.
+
+    Args:
+        conf: The session's settings.
+        java: The ``java`` binary Spark's scripts would run.
+        cache: Where launcher answers are kept (``.cache/launch``).
+
+    Raises:
+        EnvironmentSetupError: Spark's launcher or the driver JVM failed; the message holds their output.
+    """
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway as pyspark_launch
+
+    spark_home = _spark_home()
+    if not direct_launch_possible(spark_home, os.environ):
+        return pyspark_launch(SparkConf().setAll(list(conf.items())))
+    args = [_SUBMIT, *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")], "pyspark-shell"]
+    env = script_env(spark_home, os.environ)
+    command = cached_command(cache, java, spark_home, args, env)
+    return connect(*_start(command, env))
+
+
+def direct_launch_possible(spark_home: Path, environ: Mapping[str, str]) -> bool:
+    """Whether this module reproduces what Spark's scripts would do here (see the module docstring)."""
+    conf_dir = Path(environ.get("SPARK_CONF_DIR") or spark_home / "conf")
+    return (os.name == "posix" and environ.get(FALLBACK_ENV) != "1" and not (conf_dir / "spark-env.sh").exists()
+            and "PYSPARK_SUBMIT_ARGS" not in environ and not environ.get("SPARK_TESTING")
+            and environ.get("PYSPARK_PIN_THREAD", "true").lower() == "true")
+
+
+def script_env(spark_home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``bin/spark-submit`` and ``bin/spark-class`` give the JVMs they start (without a
+    ``spark-env.sh``): ``SPARK_HOME``, ``SPARK_CONF_DIR``, ``SPARK_ENV_LOADED``, ``SPARK_SCALA_VERSION``,
+    ``PYTHONHASHSEED``, as PySpark's ``SPARK_CONNECT_MODE``."""
+    return {**environ, "SPARK_HOME": str(spark_home), "SPARK_ENV_LOADED": "1",
+            "SPARK_CONF_DIR": environ.get("SPARK_CONF_DIR") or str(spark_home / "conf"),
+            "SPARK_SCALA_VERSION": "2.13", "PYTHONHASHSEED": "0", "SPARK_CONNECT_MODE": "0"}
+
+
+def cached_command(cache: Path, java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The driver JVM's command line for ``args``: from ``cache`` when the launcher computed it before for the
+    same ``java``, Spark installation, settings file and environment, else from the launcher now (and kept)."""
+    key = _key(java, spark_home, args, env)
+    path = cache / f"{key}.json"
+    if path.exists():
+        return [str(a) for a in json.loads(path.read_text(encoding="utf-8"))]
+    command = launcher_command(java, spark_home, args, env)
+    cache.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(command), encoding="utf-8")
+    os.replace(temp, path)
+    return command
+
+
+def launcher_command(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Run Spark's launcher as ``bin/spark-class`` does and return the command line it prints."""
+    launcher = [str(java), "-Xmx128m", *shlex.split(env.get("SPARK_LAUNCHER_OPTS", "")), "-cp",
+                str(spark_home / "jars" / "*"), _MAIN, *args]
+    result = subprocess.run(launcher, env=dict(env), capture_output=True, timeout=120, check=False)
+    messages, _, command = result.stdout.partition(b"\0\n")
+    parts = [p.decode() for p in command.split(b"\0")[:-1]]
+    if result.returncode != 0 or not parts:
+        raise EnvironmentSetupError(f"Spark's launcher failed (exit {result.returncode}): "
+                                    f"{(messages + result.stderr).decode(errors='replace')[-2000:]}")
+    return parts
+
+
+def connect(port: int, secret: str, process: subprocess.Popen[bytes] | None) -> Any:
+    """PySpark's gateway to the JVM listening on ``port`` (``launch_gateway``'s, pinned threads)."""
+    from py4j.clientserver import ClientServer, JavaParameters, PythonParameters
+    from py4j.java_gateway import java_import
+
+    gateway = ClientServer(java_parameters=JavaParameters(port=port, auth_token=secret, auto_convert=True),
+                           python_parameters=PythonParameters(port=0, eager_load=False))
+    gateway.proc = process
+    for name in _IMPORTS:
+        java_import(gateway.jvm, name)
+    return gateway
+
+
+def _start(command: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, subprocess.Popen[bytes]]:
+    """Start the driver JVM; its Py4J port and secret once it wrote them, and the process."""
+    from pyspark.serializers import UTF8Deserializer, read_int
+
+    with tempfile.TemporaryDirectory() as folder:
+        info = Path(folder) / "conn_info"
+        process = subprocess.Popen(list(command), stdin=subprocess.PIPE,  # the JVM exits when the pipe breaks
+                                   env={**env, "_PYSPARK_DRIVER_CONN_INFO_PATH": str(info)},
+                                   preexec_fn=_ignore_interrupts)
+        while process.poll() is None and not info.is_file():
+            time.sleep(0.01)
+        if not info.is_file():
+            raise EnvironmentSetupError(f"the driver JVM exited with code {process.returncode} before it "
+                                        f"started Py4J ({' '.join(command[:1])} ... {_SUBMIT})")
+        with info.open("rb") as stream:
+            return read_int(stream), UTF8Deserializer().loads(stream), process
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the Python process's (PySpark does the same)
+
+
+def _key(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> str:
+    digest = hashlib.sha256()
+    conf_dir = Path(env["SPARK_CONF_DIR"])
+    defaults = conf_dir / "spark-defaults.conf"
+    digest.update(json.dumps({
+        "java": os.path.realpath(java), "spark_home": str(spark_home), "args": list(args),
+        "defaults": defaults.read_text(errors="replace") if defaults.exists() else None,
+        "env": sorted((k, v) for k, v in env.items() if k.startswith(_ENV_PREFIXES)),
+    }).encode())
+    return digest.hexdigest()[:24]
+
+
+def _spark_home() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home())
