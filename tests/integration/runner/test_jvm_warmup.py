@@ -4,6 +4,7 @@ framework runs with (the warm-up ignores a missing one, so a Delta upgrade that 
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from pyspark.sql import SparkSession
@@ -21,11 +22,14 @@ def test_every_warmed_class_is_on_the_class_path(spark: SparkSession) -> None:
         assert jvm.java.lang.Class.forName(name, False, loader).getName() == name
 
 
-def test_the_warmup_runs_on_a_daemon_thread_and_ends(spark: SparkSession) -> None:
-    thread = jvm_warmup.start_warmup(spark)
-    assert thread.daemon and thread.name == "medallion-jvm-warmup"
+def _ends_on_a_daemon_thread(thread: threading.Thread, name: str) -> None:
+    assert thread.daemon and thread.name == name
     thread.join(timeout=60)
     assert not thread.is_alive()
+
+
+def test_the_warmup_runs_on_a_daemon_thread_and_ends(spark: SparkSession) -> None:
+    _ends_on_a_daemon_thread(jvm_warmup.start_warmup(spark), "medallion-jvm-warmup")
 
 
 def test_every_warmed_action_reads_and_writes_back_with_deltas_json_code(spark: SparkSession) -> None:
@@ -43,10 +47,7 @@ def test_the_early_warmup_builds_what_it_names_and_ends(spark: SparkSession) -> 
     assert jvm.scala.reflect.runtime.package.universe() is not None
     assert jvm_warmup.parse_schema(jvm, jvm_warmup.SCHEMA) == (
         "id BIGINT,name STRING,amount DECIMAL(10,2),at TIMESTAMP")
-    thread = jvm_warmup.start_early_warmup(jvm)
-    assert thread.daemon and thread.name == "medallion-jvm-early-warmup"
-    thread.join(timeout=60)
-    assert not thread.is_alive()
+    _ends_on_a_daemon_thread(jvm_warmup.start_early_warmup(jvm), "medallion-jvm-early-warmup")
 
 
 def test_the_warmup_compiles_a_projection_and_derives_deltas_action_encoder(spark: SparkSession) -> None:
