@@ -317,16 +317,24 @@ def _check_metadata(metadata: dict[str, Any] | None, schema: StructType | None) 
 
 def _write_parquet_files(table: Path, data: Any) -> list[dict[str, Any]]:
     """Write a pyarrow Table as Parquet files in the table folder; return their ``add`` actions. A table of at
-    least two :data:`PART_MIN_ROWS` slices is written as one file per slice (at most one per core) by as many
-    threads: pyarrow encodes without the GIL, and the driver's cores are otherwise idle while it writes (970,000
-    rows of nine columns: 0.39 s as one file, about half as two)."""
-    parts = min(os.cpu_count() or 1, data.num_rows // PART_MIN_ROWS)
+    least two :data:`PART_MIN_ROWS` slices is written as one file per slice (at most one per usable core) by as
+    many threads: pyarrow encodes without the GIL, and the driver's cores are otherwise idle while it writes
+    (970,000 rows of nine columns: 0.36 s as one file, 0.22 s as two). When one part fails, the others are
+    removed before the error goes on (nothing was committed)."""
+    parts = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                data.num_rows // PART_MIN_ROWS)
     if parts <= 1:
         return [_write_parquet(table, data)]
     size = -(-data.num_rows // parts)
-    slices = [data.slice(start, size) for start in range(0, data.num_rows, size)]
-    with ThreadPoolExecutor(max_workers=len(slices), thread_name_prefix="medallion-parquet") as pool:
-        return list(pool.map(lambda part: _write_parquet(table, part), slices))
+    with ThreadPoolExecutor(max_workers=parts, thread_name_prefix="medallion-parquet") as pool:
+        futures = [pool.submit(_write_parquet, table, data.slice(start, size))
+                   for start in range(0, data.num_rows, size)]
+    written = [f.result() for f in futures if f.exception() is None]
+    if len(written) < len(futures):
+        for add in written:
+            (table / add["path"]).unlink(missing_ok=True)
+        raise next(e for f in futures if (e := f.exception()) is not None)
+    return written
 
 
 def _write_parquet(table: Path, data: Any) -> dict[str, Any]:

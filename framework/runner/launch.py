@@ -24,6 +24,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,8 @@ FALLBACK_ENV = "MEDALLION_SPARK_SUBMIT"  # "1": always PySpark's launch through 
 _MAIN = "org.apache.spark.launcher.Main"
 _SUBMIT = "org.apache.spark.deploy.SparkSubmit"
 # what the launcher reads besides its arguments (spark-class, load-spark-env.sh, AbstractCommandBuilder)
-_ENV_PREFIXES = ("SPARK_", "HADOOP_", "YARN_", "JAVA_", "_JAVA_", "JDK_JAVA_", "PYSPARK_")
+_ENV_PREFIXES = ("SPARK_", "HADOOP_", "YARN_", "JAVA_", "_JAVA_", "JDK_JAVA_", "PYSPARK_", "LD_LIBRARY_PATH",
+                 "DYLD_LIBRARY_PATH")
 # PySpark's imports into the gateway's JVM view (pyspark/java_gateway.py, launch_gateway)
 _IMPORTS = ("org.apache.spark.SparkConf", "org.apache.spark.api.java.*", "org.apache.spark.api.python.*",
             "org.apache.spark.ml.python.*", "org.apache.spark.mllib.api.python.*", "org.apache.spark.resource.*",
@@ -48,7 +50,7 @@ _IMPORTS = ("org.apache.spark.SparkConf", "org.apache.spark.api.java.*", "org.ap
 def launch_gateway(conf: Mapping[str, str], java: Path, cache: Path) -> Any:
     """Start the driver JVM with ``conf`` (as ``spark-submit --conf k=v ... pyspark-shell`` would) and return
     PySpark's Py4J gateway to it; through PySpark's own ``launch_gateway`` when :func:`direct_launch_possible`
-    says no.
+    says no. A kept command whose JVM exits before it listens is dropped and the launcher asked again, once.
 
     Args:
         conf: The session's settings.
@@ -56,7 +58,8 @@ def launch_gateway(conf: Mapping[str, str], java: Path, cache: Path) -> Any:
         cache: Where launcher answers are kept (``.cache/launch``).
 
     Raises:
-        EnvironmentSetupError: Spark's launcher or the driver JVM failed; the message holds their output.
+        EnvironmentSetupError: Spark's launcher failed (its messages in the error), or the driver JVM exited
+            before it listened (its own output went to this process's stderr, as with ``spark-submit``).
     """
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway as pyspark_launch
@@ -66,8 +69,15 @@ def launch_gateway(conf: Mapping[str, str], java: Path, cache: Path) -> Any:
         return pyspark_launch(SparkConf().setAll(list(conf.items())))
     args = [_SUBMIT, *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")], "pyspark-shell"]
     env = script_env(spark_home, os.environ)
-    command = cached_command(cache, java, spark_home, args, env)
-    return connect(*_start(command, env))
+    entry = cache / f"{_key(java, spark_home, args, env)}.json"
+    kept = _read_kept(entry)
+    try:
+        return connect(*_start(kept or _launcher_and_keep(entry, java, spark_home, args, env), env))
+    except EnvironmentSetupError:
+        if kept is None:
+            raise
+        entry.unlink(missing_ok=True)  # stale (a JVM or Spark changed in place): ask the launcher
+        return connect(*_start(_launcher_and_keep(entry, java, spark_home, args, env), env))
 
 
 def direct_launch_possible(spark_home: Path, environ: Mapping[str, str]) -> bool:
@@ -90,29 +100,54 @@ def script_env(spark_home: Path, environ: Mapping[str, str]) -> dict[str, str]:
 def cached_command(cache: Path, java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """The driver JVM's command line for ``args``: from ``cache`` when the launcher computed it before for the
     same ``java``, Spark installation, settings file and environment, else from the launcher now (and kept)."""
-    key = _key(java, spark_home, args, env)
-    path = cache / f"{key}.json"
-    if path.exists():
-        return [str(a) for a in json.loads(path.read_text(encoding="utf-8"))]
-    command = launcher_command(java, spark_home, args, env)
-    cache.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(command), encoding="utf-8")
-    os.replace(temp, path)
-    return command
+    entry = cache / f"{_key(java, spark_home, args, env)}.json"
+    return _read_kept(entry) or _launcher_and_keep(entry, java, spark_home, args, env)
 
 
 def launcher_command(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """Run Spark's launcher as ``bin/spark-class`` does and return the command line it prints."""
+    """Run Spark's launcher as ``bin/spark-class`` does and return the command line it prints. What it prints
+    besides (its warnings, an ``Error:`` about the arguments) goes to this process's stderr, as there."""
     launcher = [str(java), "-Xmx128m", *shlex.split(env.get("SPARK_LAUNCHER_OPTS", "")), "-cp",
                 str(spark_home / "jars" / "*"), _MAIN, *args]
-    result = subprocess.run(launcher, env=dict(env), capture_output=True, timeout=120, check=False)
+    try:
+        result = subprocess.run(launcher, env=dict(env), capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EnvironmentSetupError(f"Spark's launcher could not run ({launcher[0]} ... {_MAIN}): {error}") from None
     messages, _, command = result.stdout.partition(b"\0\n")
     parts = [p.decode() for p in command.split(b"\0")[:-1]]
     if result.returncode != 0 or not parts:
         raise EnvironmentSetupError(f"Spark's launcher failed (exit {result.returncode}): "
                                     f"{(messages + result.stderr).decode(errors='replace')[-2000:]}")
+    if messages.strip() or result.stderr.strip():
+        sys.stderr.write((messages + result.stderr).decode(errors="replace"))
     return parts
+
+
+def _read_kept(entry: Path) -> list[str] | None:
+    """A kept command line; None when there is none or it cannot be read (then the launcher is asked)."""
+    try:
+        command = json.loads(entry.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(command, list) and command and all(isinstance(a, str) for a in command)
+    return command if ok else None
+
+
+def _launcher_and_keep(entry: Path, java: Path, spark_home: Path, args: Sequence[str],
+                       env: Mapping[str, str]) -> list[str]:
+    """The launcher's command line, kept in ``entry`` unless the launcher had something to say (a usage error
+    answers with a command too) or the folder cannot be written."""
+    command = launcher_command(java, spark_home, args, env)
+    if "--usage-error" in command:
+        return command
+    temp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(json.dumps(command), encoding="utf-8")
+        os.replace(temp, entry)
+    except OSError:
+        temp.unlink(missing_ok=True)
+    return command
 
 
 def connect(port: int, secret: str, process: subprocess.Popen[bytes] | None) -> Any:
@@ -141,7 +176,7 @@ def _start(command: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, su
             time.sleep(0.01)
         if not info.is_file():
             raise EnvironmentSetupError(f"the driver JVM exited with code {process.returncode} before it "
-                                        f"started Py4J ({' '.join(command[:1])} ... {_SUBMIT})")
+                                        f"started Py4J ({' '.join(command[:2])} ... {_SUBMIT}; its output above)")
         with info.open("rb") as stream:
             return read_int(stream), UTF8Deserializer().loads(stream), process
 
@@ -151,12 +186,18 @@ def _ignore_interrupts() -> None:
 
 
 def _key(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> str:
+    """A hash of everything the launcher's answer depends on: the ``java`` binary (path, size, time), Spark's
+    installation (its version and jars), the arguments, ``spark-defaults.conf`` and the environment it reads."""
+    import pyspark
+
     digest = hashlib.sha256()
-    conf_dir = Path(env["SPARK_CONF_DIR"])
-    defaults = conf_dir / "spark-defaults.conf"
+    real_java = Path(os.path.realpath(java))
+    stat = real_java.stat() if real_java.exists() else None
+    defaults = Path(env["SPARK_CONF_DIR"]) / "spark-defaults.conf"
     digest.update(json.dumps({
-        "java": os.path.realpath(java), "spark_home": str(spark_home), "args": list(args),
-        "defaults": defaults.read_text(errors="replace") if defaults.exists() else None,
+        "java": [str(real_java), stat.st_size if stat else -1, stat.st_mtime_ns if stat else -1],
+        "spark": [str(spark_home), pyspark.__version__, sorted(p.name for p in (spark_home / "jars").glob("*.jar"))],
+        "args": list(args), "defaults": defaults.read_text(errors="replace") if defaults.exists() else None,
         "env": sorted((k, v) for k, v in env.items() if k.startswith(_ENV_PREFIXES)),
     }).encode())
     return digest.hexdigest()[:24]

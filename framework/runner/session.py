@@ -63,8 +63,9 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     # Spark resolves file system classes before it loads `spark.jars`.
     if any(p.name.startswith(FRAMEWORK_JAR_PREFIX) for p in jars) and "spark.hadoop.fs.file.impl" not in conf:
         conf["spark.hadoop.fs.file.impl"] = "medallion.fs.NoForkLocalFileSystem"
-    if not is_local_master(conf.get("spark.master", "")):  # local mode: the executors use the driver's class path
-        conf["spark.jars"] = ",".join(str(p) for p in jars)
+    # local mode's executors use the driver's class path, which this process sets when it starts the JVM
+    if java is None or not is_local_master(conf.get("spark.master", "")):
+        conf["spark.jars"] = ",".join([*(str(p) for p in jars), *filter(None, [conf.get("spark.jars")])])
     conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in jars)
     if "spark.driver.extraJavaOptions" not in conf:  # a value given in spark_conf is used as it is
         java_options = launch_java_options(settings, jars, java)

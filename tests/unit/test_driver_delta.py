@@ -143,7 +143,7 @@ def test_a_large_batch_is_written_as_one_file_per_core_in_one_commit(tmp_path: P
     import framework.driver_delta as driver_delta
 
     monkeypatch.setattr(driver_delta, "PART_MIN_ROWS", 2)
-    monkeypatch.setattr(driver_delta.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(driver_delta.os, "sched_getaffinity", lambda pid: {0, 1})
     table = tmp_path / "t"
     data = pa.table({"id": pa.array(range(5), pa.int64()), "name": list("abcde"),
                      "at": pa.array([None] * 5, pa.timestamp("us", tz="UTC"))})
@@ -155,3 +155,26 @@ def test_a_large_batch_is_written_as_one_file_per_core_in_one_commit(tmp_path: P
     assert len([a for a in _commit(table, 1) if "add" in a]) == 1
     assert overwrite_arrow(table, SCHEMA, data) == 2
     assert _rows(table) == [0, 1, 2, 3, 4] and len(replay(table).files) == 2  # type: ignore[union-attr]
+
+
+def test_a_part_that_fails_leaves_no_file_of_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+
+    import framework.driver_delta as driver_delta
+
+    monkeypatch.setattr(driver_delta, "PART_MIN_ROWS", 2)
+    monkeypatch.setattr(driver_delta.os, "sched_getaffinity", lambda pid: {0, 1})
+    write = driver_delta._write_parquet
+
+    def second_part_fails(table: Path, data: pa.Table) -> dict:
+        if data.column("id")[0].as_py() > 0:
+            raise OSError("disk full")
+        return write(table, data)
+
+    monkeypatch.setattr(driver_delta, "_write_parquet", second_part_fails)
+    table = tmp_path / "t"
+    data = pa.table({"id": pa.array(range(5), pa.int64()), "name": list("abcde"),
+                     "at": pa.array([None] * 5, pa.timestamp("us", tz="UTC"))})
+    with pytest.raises(OSError, match="disk full"):
+        append_arrow(table, SCHEMA, data)
+    assert not list(table.glob("*.parquet")) and not list((table / "_delta_log").glob("*.json"))

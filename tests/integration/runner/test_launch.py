@@ -3,10 +3,14 @@ another setting, environment or settings file asks the launcher again."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from framework.runner import launch
 from framework.runner.session import check_java
+from framework.settings import PROJECT_ROOT
 
 
 def _command(cache: Path, env: dict[str, str], *conf: str) -> list[str]:
@@ -31,3 +35,42 @@ def test_the_launchers_command_is_computed_once_per_settings(tmp_path: Path) -> 
     (conf_dir / "spark-defaults.conf").write_text("spark.driver.memory 1g\n")  # read by the launcher
     assert "-Xmx1g" in _command(cache, env)
     assert len(list(cache.glob("*.json"))) == 3
+
+
+def test_a_corrupt_kept_command_is_computed_again(tmp_path: Path) -> None:
+    cache = tmp_path / "launch"
+    env = launch.script_env(launch._spark_home(), {"SPARK_CONF_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    first = _command(cache, env, "spark.driver.memory=1g")
+    (kept,) = cache.glob("*.json")
+    kept.write_text('["trunc')
+    assert _command(cache, env, "spark.driver.memory=1g") == first
+    assert json.loads(kept.read_text()) == first
+
+
+# Run in a fresh Python process: the JVM started directly, the early warm-up's work done before any SparkContext
+# exists (unguarded, so that a failure shows), then a session on that JVM reads and writes a Delta table.
+_EARLY = """
+import sys
+from pathlib import Path
+from pyspark import SparkContext
+from framework.runner import jvm_warmup, launch
+from framework.runner.session import check_java, driver_class_path, get_or_create_session
+from framework.settings import load_local_settings
+
+conf = {"spark.driver.extraClassPath": ":".join(map(str, driver_class_path(load_local_settings())))}
+gateway = launch.launch_gateway(conf, check_java(), Path(sys.argv[1]))
+SparkContext._ensure_initialized(gateway=gateway)
+jvm = SparkContext._jvm
+jvm.scala.reflect.runtime.package.universe()
+assert jvm_warmup.parse_schema(jvm, jvm_warmup.SCHEMA).startswith("id BIGINT")
+spark = get_or_create_session()
+spark.range(3).write.format("delta").save(sys.argv[2])
+print("rows", spark.read.format("delta").load(sys.argv[2]).count())
+"""
+
+
+def test_the_early_warmup_before_any_session_leaves_a_working_jvm(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _EARLY, str(tmp_path / "launch"), str(tmp_path / "t")],
+                            capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rows 3" in result.stdout
