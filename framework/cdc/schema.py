@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from framework.stand_ins import empty_frame
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -35,4 +37,4 @@ def target_stand_in(spark: SparkSession, source: DataFrame,
         seq_col = sequence_column(seq) if seq is not None else F.current_timestamp()
         extra = [seq_col.alias("__START_AT"), seq_col.alias("__END_AT")]
     df = source.select(*columns, *extra)
-    return spark.createDataFrame([], df.schema)
+    return empty_frame(spark, df.schema)

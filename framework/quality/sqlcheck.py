@@ -23,6 +23,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from framework.stand_ins import empty_frame
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
@@ -184,7 +186,7 @@ def analysis_problem(spark: SparkSession, sql: str, schema: StructType) -> tuple
     frames = _empty_frames.setdefault(spark, {})
     empty = frames.get(schema_json)
     if empty is None:
-        empty = frames[schema_json] = spark.createDataFrame([], schema)
+        empty = frames[schema_json] = empty_frame(spark, schema)
     try:
         with quiet_spark_errors():
             resolved = empty.selectExpr(sql).schema

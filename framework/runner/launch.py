@@ -69,15 +69,14 @@ def launch_gateway(conf: Mapping[str, str], java: Path, cache: Path) -> Any:
         return pyspark_launch(SparkConf().setAll(list(conf.items())))
     args = [_SUBMIT, *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")], "pyspark-shell"]
     env = script_env(spark_home, os.environ)
-    entry = cache / f"{_key(java, spark_home, args, env)}.json"
-    kept = _read_kept(entry)
+    command, kept = cached_command(cache, java, spark_home, args, env)
     try:
-        return connect(*_start(kept or _launcher_and_keep(entry, java, spark_home, args, env), env))
+        return connect(*_start(command, env))
     except EnvironmentSetupError:
         if kept is None:
             raise
-        entry.unlink(missing_ok=True)  # stale (a JVM or Spark changed in place): ask the launcher
-        return connect(*_start(_launcher_and_keep(entry, java, spark_home, args, env), env))
+        kept.unlink(missing_ok=True)  # stale (a JVM or Spark changed in place): ask the launcher
+        return connect(*_start(cached_command(cache, java, spark_home, args, env)[0], env))
 
 
 def direct_launch_possible(spark_home: Path, environ: Mapping[str, str]) -> bool:
@@ -97,11 +96,16 @@ def script_env(spark_home: Path, environ: Mapping[str, str]) -> dict[str, str]:
             "SPARK_SCALA_VERSION": "2.13", "PYTHONHASHSEED": "0", "SPARK_CONNECT_MODE": "0"}
 
 
-def cached_command(cache: Path, java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+def cached_command(cache: Path, java: Path, spark_home: Path, args: Sequence[str],
+                   env: Mapping[str, str]) -> tuple[list[str], Path | None]:
     """The driver JVM's command line for ``args``: from ``cache`` when the launcher computed it before for the
-    same ``java``, Spark installation, settings file and environment, else from the launcher now (and kept)."""
+    same ``java``, Spark installation, settings file and environment, else from the launcher now (and kept).
+    Also the kept entry it came from (None when the launcher was asked now), to drop if it proves stale."""
     entry = cache / f"{_key(java, spark_home, args, env)}.json"
-    return _read_kept(entry) or _launcher_and_keep(entry, java, spark_home, args, env)
+    kept = _read_kept(entry)
+    if kept is not None:
+        return kept, entry
+    return _launcher_and_keep(entry, java, spark_home, args, env), None
 
 
 def launcher_command(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, str]) -> list[str]:

@@ -15,7 +15,7 @@ from framework.settings import PROJECT_ROOT
 
 def _command(cache: Path, env: dict[str, str], *conf: str) -> list[str]:
     args = [launch._SUBMIT, *[a for c in conf for a in ("--conf", c)], "pyspark-shell"]
-    return launch.cached_command(cache, check_java(), launch._spark_home(), args, env)
+    return launch.cached_command(cache, check_java(), launch._spark_home(), args, env)[0]
 
 
 def test_the_launchers_command_is_computed_once_per_settings(tmp_path: Path) -> None:

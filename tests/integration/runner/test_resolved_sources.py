@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 import framework.autoloader as autoloader
-from framework.runner.resolve import empty_frame
 from framework.runner.update import UpdateOptions, run_update
+from framework.stand_ins import empty_frame
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
 pytestmark = pytest.mark.spark
