@@ -173,9 +173,12 @@ def _start(command: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, su
 
     with tempfile.TemporaryDirectory() as folder:
         info = Path(folder) / "conn_info"
-        process = subprocess.Popen(list(command), stdin=subprocess.PIPE,  # the JVM exits when the pipe breaks
-                                   env={**env, "_PYSPARK_DRIVER_CONN_INFO_PATH": str(info)},
-                                   preexec_fn=_ignore_interrupts)
+        try:
+            process = subprocess.Popen(list(command), stdin=subprocess.PIPE,  # the JVM exits when the pipe breaks
+                                       env={**env, "_PYSPARK_DRIVER_CONN_INFO_PATH": str(info)},
+                                       preexec_fn=_ignore_interrupts)
+        except OSError as error:  # the binary a kept command names is gone
+            raise EnvironmentSetupError(f"the driver JVM could not start ({command[0]}): {error}") from None
         while process.poll() is None and not info.is_file():
             time.sleep(0.01)
         if not info.is_file():

@@ -36,6 +36,8 @@ def test_a_jvm_that_exits_before_it_listens_is_an_environment_error(tmp_path: Pa
 
     with pytest.raises(EnvironmentSetupError, match="exited with code 1 before it started Py4J"):
         launch._start(["false"], {"PATH": "/usr/bin:/bin"})
+    with pytest.raises(EnvironmentSetupError, match="could not start"):  # a kept command's java is gone
+        launch._start([str(tmp_path / "java")], {"PATH": "/usr/bin:/bin"})
 
 
 def test_an_unreadable_kept_command_is_a_miss(tmp_path: Path) -> None:
