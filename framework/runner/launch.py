@@ -179,6 +179,7 @@ def _start(command: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, su
                                        preexec_fn=_ignore_interrupts)
         except OSError as error:  # the binary a kept command names is gone
             raise EnvironmentSetupError(f"the driver JVM could not start ({command[0]}): {error}") from None
+        _import_while_the_jvm_starts()
         while process.poll() is None and not info.is_file():
             time.sleep(0.01)
         if not info.is_file():
@@ -186,6 +187,16 @@ def _start(command: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, su
                                         f"started Py4J ({' '.join(command[:2])} ... {_SUBMIT}; its output above)")
         with info.open("rb") as stream:
             return read_int(stream), UTF8Deserializer().loads(stream), process
+
+
+def _import_while_the_jvm_starts() -> None:
+    """Import what PySpark's first Py4J call with arguments imports, while the JVM starts on the other core.
+
+    PySpark's converter of NumPy arrays, which Py4J asks about every argument, imports ``pyspark.testing.utils``
+    to know whether NumPy is installed, and that module imports pandas, NumPy and pyarrow: 0.3-0.45 s of Python
+    on the session's critical path (``SparkConf()``), while the JVM takes 0.6-0.9 s to start listening here.
+    """
+    import pyspark.testing.utils  # noqa: F401  (imported for its side effect: the modules it loads)
 
 
 def _ignore_interrupts() -> None:

@@ -62,10 +62,16 @@ gateway = launch.launch_gateway(conf, check_java(), Path(sys.argv[1]))
 SparkContext._ensure_initialized(gateway=gateway)
 jvm = SparkContext._jvm
 jvm.scala.reflect.runtime.package.universe()
+for name in jvm_warmup.EARLY_CLASSES:
+    jvm.java.lang.Class.forName(name)
 assert jvm_warmup.parse_schema(jvm, jvm_warmup.SCHEMA).startswith("id BIGINT")
 spark = get_or_create_session()
 spark.range(3).write.format("delta").save(sys.argv[2])
 print("rows", spark.read.format("delta").load(sys.argv[2]).count())
+# Spark ML's functions, which its session extension registered when the early warm-up initialised it
+from pyspark.ml.functions import vector_to_array
+from pyspark.ml.linalg import Vectors
+print("vector", spark.createDataFrame([(Vectors.dense([1.0, 2.0]),)], ["v"]).select(vector_to_array("v")).first()[0])
 """
 
 
@@ -74,3 +80,4 @@ def test_the_early_warmup_before_any_session_leaves_a_working_jvm(tmp_path: Path
                             capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rows 3" in result.stdout
+    assert "vector [1.0, 2.0]" in result.stdout
