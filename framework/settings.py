@@ -19,6 +19,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "jars": frozenset({"cache_dir", "maven"}),
     "spark_conf": None,
     "driver_java_options": None,
+    "one_command_java_options": None,
     "small_updates": frozenset({"max_input_bytes", "spark_conf", "driver_java_options"}),
 }
 # Top-level keys holding one value: `master`, the Spark master URL a session is built with, and
@@ -54,6 +55,8 @@ class LocalSparkSettings:
     jar_cache_dir: Path = Path(".cache/jars")
     small_updates: SmallUpdates = field(default_factory=SmallUpdates)
     driver_java_options: tuple[str, ...] = ()
+    # added to a JVM started for one command (framework/runner/session.py, plan_one_command)
+    one_command_java_options: tuple[str, ...] = ()
     master: str | None = None  # None: spark_conf's spark.master (or spark-submit's --master)
     class_data_sharing: bool = True
 
@@ -87,10 +90,11 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     except (TypeError, ValueError, AttributeError) as exc:
         raise EnvironmentSetupError(f"{path}: small_updates must hold max_input_bytes (a number of bytes), "
                                     f"spark_conf (a mapping) and driver_java_options (a list): {exc}") from None
-    java_options = _java_options(raw, path, "driver_java_options")
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
                               jar_cache_dir=cache, small_updates=small_updates,
-                              driver_java_options=tuple(java_options), master=_master(raw, path),
+                              driver_java_options=_java_options(raw, path, "driver_java_options"),
+                              one_command_java_options=_java_options(raw, path, "one_command_java_options"),
+                              master=_master(raw, path),
                               class_data_sharing=_flag(raw, "class_data_sharing", path, default=True))
 
 

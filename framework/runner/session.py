@@ -132,14 +132,26 @@ def driver_java_options(settings: LocalSparkSettings) -> list[str]:
 def launch_java_options(settings: LocalSparkSettings, jars: list[Path], java: Path | None) -> list[str]:
     """The driver's JVM options: :func:`driver_java_options`, and when this process starts the JVM (with the
     ``java`` binary; None: it runs already, or spark-submit started it) the class-data sharing archive's
-    (:mod:`framework.runner.cds`) and, for one small command (:func:`plan_one_command`),
+    (:mod:`framework.runner.cds`) and, for one command (:func:`plan_one_command`), ``one_command_java_options``
+    (without a garbage collector when another option already chooses one) and, when its inputs are small,
     ``small_updates.driver_java_options``."""
     java_options = driver_java_options(settings)
     if java is not None:
         java_options += cds.java_options(settings, java, jars, java_options)
-        if _SMALL_COMMAND and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0":
+        if _ONE_COMMAND:
+            chosen = [*java_options, *os.environ.get("JDK_JAVA_OPTIONS", "").split(),
+                      *os.environ.get("JAVA_TOOL_OPTIONS", "").split()]
+            java_options += [o for o in settings.one_command_java_options
+                             if not (_chooses_collector(o) and any(map(_chooses_collector, chosen)))]
+        if _ONE_COMMAND == [True] and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0":
             java_options += settings.small_updates.java_options
     return java_options
+
+
+def _chooses_collector(option: str) -> bool:
+    """Whether a JVM option selects the garbage collector (``-XX:+UseParallelGC``, ``-XX:+UseG1GC``...): the JVM
+    refuses to start with two."""
+    return option.startswith("-XX:+Use") and option.endswith("GC")
 
 
 def session_running() -> bool:
@@ -148,17 +160,17 @@ def session_running() -> bool:
     return _active_session() is not None
 
 
-_SMALL_COMMAND: list[bool] = []  # set by plan_one_command
+_ONE_COMMAND: list[bool] = []  # set by plan_one_command: [whether its inputs are small]
 SMALL_JAVA_OPTIONS_ENV = "MEDALLION_SMALL_JAVA_OPTIONS"  # "0": never add small_updates.driver_java_options
 
 
 def plan_one_command(small: bool) -> None:
     """Tell the session this process may start that it runs one command (``medallion run`` or ``validate``
-    in its own process, not a server or a test session), and whether its inputs are small
-    (:func:`framework.runner.sizing.expected_small`). A JVM started for one small command gets
-    ``small_updates.driver_java_options`` too (conf/spark.yaml: the C1 compiler only). No effect on a JVM that
-    already runs."""
-    _SMALL_COMMAND[:] = [True] if small else []
+    in its own process, not a server, a continuous run or a test session), and whether its inputs are small
+    (:func:`framework.runner.sizing.expected_small`). A JVM started for one command gets
+    ``one_command_java_options`` (conf/spark.yaml: the throughput collector), and for one small command
+    ``small_updates.driver_java_options`` too (the C1 compiler only). No effect on a JVM that already runs."""
+    _ONE_COMMAND[:] = [small]
 
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})

@@ -1,9 +1,10 @@
 """framework.runner.cds and the driver's launch options: which JVM maps the class-data sharing archive, which
-one writes it, and which one gets the small-command options (no Spark)."""
+one writes it, and which one gets the one-command and small-command options (no Spark)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from framework.settings import LocalSparkSettings, SmallUpdates
 def _settings(tmp_path: Path, sharing: bool = True) -> LocalSparkSettings:
     return LocalSparkSettings(spark_conf={"spark.driver.memory": "3g"}, jar_cache_dir=tmp_path / "jars",
                               driver_java_options=("-XX:MaxInlineLevel=3",), class_data_sharing=sharing,
+                              one_command_java_options=("-XX:+UseParallelGC", "-Xss4m"),
                               small_updates=SmallUpdates(100, {"a": "b"}, ("-XX:TieredStopAtLevel=1",)))
 
 
@@ -78,27 +80,46 @@ def test_an_existing_archive_is_mapped_quietly_and_a_missing_one_is_not_asked_fo
     assert cds.java_options(settings, java, [jar], [])[0] == f"-XX:ArchiveClassesAtExit={tmp_path / 'out.tmp'}"
 
 
-def test_launch_options_add_the_archive_and_the_small_command_options_only_to_a_jvm_this_process_starts(
+def test_launch_options_add_the_archive_and_the_one_command_options_only_to_a_jvm_this_process_starts(
         tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(cds.DISABLE_ENV, raising=False)
     monkeypatch.delenv(cds.DUMP_ENV, raising=False)
     monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV, raising=False)
+    monkeypatch.delenv("JDK_JAVA_OPTIONS", raising=False)
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.setattr(session, "_ONE_COMMAND", [])
     settings = _settings(tmp_path)
     jar = _jar(tmp_path, 10)
     base = session.driver_java_options(settings)
     archive = cds.archive_path(settings, java, [jar], base)
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"archive")
-    try:
-        session.plan_one_command(True)
-        started = session.launch_java_options(settings, [jar], java)
-        assert started[:len(base)] == base
-        assert f"-XX:SharedArchiveFile={archive}" in started and started[-1] == "-XX:TieredStopAtLevel=1"
-        assert session.launch_java_options(settings, [jar], None) == base  # spark-submit's JVM
-        monkeypatch.setenv(session.SMALL_JAVA_OPTIONS_ENV, "0")
-        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], java)
-        monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV)
-        session.plan_one_command(False)
-        assert "-XX:TieredStopAtLevel=1" not in session.launch_java_options(settings, [jar], java)
-    finally:
-        session.plan_one_command(False)
+    # a test session or a server: neither the one-command nor the small-command options
+    assert session.launch_java_options(settings, [jar], java) == [*base, *cds.java_options(settings, java, [jar],
+                                                                                           base)]
+    session.plan_one_command(True)
+    started = session.launch_java_options(settings, [jar], java)
+    assert started[:len(base)] == base
+    assert f"-XX:SharedArchiveFile={archive}" in started
+    assert started[-3:] == ["-XX:+UseParallelGC", "-Xss4m", "-XX:TieredStopAtLevel=1"]
+    assert session.launch_java_options(settings, [jar], None) == base  # spark-submit's JVM
+    monkeypatch.setenv(session.SMALL_JAVA_OPTIONS_ENV, "0")
+    assert session.launch_java_options(settings, [jar], java)[-2:] == ["-XX:+UseParallelGC", "-Xss4m"]
+    monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV)
+    session.plan_one_command(False)  # a large command: the one-command options only
+    assert session.launch_java_options(settings, [jar], java)[-2:] == ["-XX:+UseParallelGC", "-Xss4m"]
+
+
+def test_a_collector_chosen_elsewhere_wins_over_the_one_command_options(
+        tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the JVM refuses to start with two collectors
+    monkeypatch.setenv(cds.DISABLE_ENV, "0")
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.setattr(session, "_ONE_COMMAND", [False])
+    settings = _settings(tmp_path)
+    monkeypatch.setenv("JDK_JAVA_OPTIONS", "-Xmx1g -XX:+UseSerialGC")
+    options = session.launch_java_options(settings, [], java)
+    assert "-XX:+UseParallelGC" not in options and options[-1] == "-Xss4m"
+    monkeypatch.delenv("JDK_JAVA_OPTIONS")
+    g1 = replace(settings, driver_java_options=("-XX:+UseG1GC",))
+    assert [o for o in session.launch_java_options(g1, [], java) if o.endswith("GC")] == ["-XX:+UseG1GC"]

@@ -17,10 +17,22 @@ def test_the_project_settings_pass_jvm_options_to_the_driver() -> None:
     assert all(o.startswith("-") for o in options)
 
 
+def test_the_project_settings_give_one_command_jvms_the_throughput_collector() -> None:
+    assert load_local_settings().one_command_java_options == ("-XX:+UseParallelGC",)
+
+
 def test_driver_java_options_are_optional(tmp_path: Path) -> None:
     path = tmp_path / "spark.yaml"
     path.write_text("spark_conf:\n  spark.master: local[1]\n")
     assert load_local_settings(path).driver_java_options == ()
+    assert load_local_settings(path).one_command_java_options == ()
+
+
+def test_malformed_one_command_java_options_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "spark.yaml"
+    path.write_text("one_command_java_options: {gc: parallel}\n")
+    with pytest.raises(EnvironmentSetupError, match=r"spark\.yaml: one_command_java_options must be a list"):
+        load_local_settings(path)
 
 
 def test_malformed_driver_java_options_name_the_file(tmp_path: Path) -> None:
@@ -48,7 +60,7 @@ def test_every_unknown_key_is_reported_at_once_with_the_file(tmp_path: Path) -> 
         f"  - {path}: [UNKNOWN_SETTINGS_KEY] unknown key 'jar'; did you mean 'jars'?",
         f"  - {path}: [UNKNOWN_SETTINGS_KEY] unknown key 'driver_java_option'; did you mean 'driver_java_options'?",
         f"  - {path}: [UNKNOWN_SETTINGS_KEY] unknown key 'zzz_unrelated' (known: driver_java_options, jars, "
-        "small_updates, spark_conf)",
+        "one_command_java_options, small_updates, spark_conf)",
         f"  - {path}: [UNKNOWN_SETTINGS_KEY] unknown key 'jars.cachedir'; did you mean 'jars.cache_dir'?",
         f"  - {path}: [UNKNOWN_SETTINGS_KEY] unknown key 'small_updates.max_input_byte'; did you mean "
         "'small_updates.max_input_bytes'?",
