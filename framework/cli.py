@@ -233,10 +233,11 @@ def _graph(args: argparse.Namespace) -> Any:
     if args.static:
         return _static_graph(args)
     spec = _spec(args)  # before the runner's imports: a bad spec fails in a fraction of a second
-    from framework.runner.session import plan_one_command
+    from framework.runner.session import plan_one_command, session_running
     from framework.runner.update import validate_with_spark
 
-    plan_one_command(True)  # analysis only: no data is read
+    if not session_running():  # a server's session runs already
+        plan_one_command(True)  # analysis only: no data is read
 
     return spec, validate_with_spark(spec)
 
@@ -292,7 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from framework.settings import load_local_settings
 
     continuous = bool(getattr(args, "continuous", False) or spec.continuous)
-    if not continuous:  # a continuous run is a long-lived JVM
+    if not continuous and not session_running():  # a continuous run is a long-lived JVM; a server's runs already
         plan_one_command(expected_small(spec, load_local_settings().small_updates))
     stop = threading.Event()
     options = UpdateOptions(

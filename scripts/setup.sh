@@ -39,7 +39,7 @@ fi
 # PYTHONDONTWRITEBYTECODE is set (many CI images and containers), Python would compile every framework module
 # again in every process, 0.1-0.15 s of each cold `medallion run`. A module edited afterwards is compiled from its
 # source again (Python checks the source's time and size), so this can never run stale code.
-.venv/bin/python -m compileall -q framework >/dev/null
+.venv/bin/python -m compileall -q framework || echo "setup: could not byte-compile framework/ (see above)" >&2
 
 # The driver JVM's class-data sharing archive (framework/runner/cds.py): written once per JVM, jars and options by
 # a training run of the sample pipeline (about a minute); cold sessions start about 3 s sooner with it. Without

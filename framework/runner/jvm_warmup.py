@@ -71,8 +71,9 @@ ACTIONS = (
 
 def start_early_warmup(jvm: Any) -> threading.Thread:
     """Build Scala's reflection universe, initialise :data:`EARLY_CLASSES` and use SQL's parser once in a JVM
-    that has no SparkContext yet, on a daemon thread; return the thread. Nothing here needs a session: no Spark or Delta class whose initialisation
-    depends on one is touched (a failed class initialisation would stay failed for the JVM's life)."""
+    that has no SparkContext yet, on a daemon thread; return the thread. Nothing here needs a session: no Spark or
+    Delta class whose initialisation depends on one is touched (a failed class initialisation would stay failed
+    for the JVM's life)."""
     thread = threading.Thread(target=_initialise_early, args=(jvm,), name="medallion-jvm-early-warmup", daemon=True)
     thread.start()
     return thread

@@ -64,7 +64,7 @@ def launch_gateway(conf: Mapping[str, str], java: Path, cache: Path) -> Any:
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway as pyspark_launch
 
-    spark_home = _spark_home()
+    spark_home = spark_home_dir()
     if not direct_launch_possible(spark_home, os.environ):
         return pyspark_launch(SparkConf().setAll(list(conf.items())))
     args = [_SUBMIT, *[a for k, v in conf.items() for a in ("--conf", f"{k}={v}")], "pyspark-shell"]
@@ -221,7 +221,8 @@ def _key(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, st
     return digest.hexdigest()[:24]
 
 
-def _spark_home() -> Path:
+def spark_home_dir() -> Path:
+    """The Spark installation PySpark runs (``SPARK_HOME``, else pyspark's own folder)."""
     from pyspark.find_spark_home import _find_spark_home
 
     return Path(_find_spark_home())

@@ -7,11 +7,13 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import re
+import shlex
 import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -20,7 +22,7 @@ from framework.errors import EnvironmentSetupError
 from framework.runner import cds
 from framework.runner.jars import build_framework_jar, framework_jar
 from framework.runner.jvm_warmup import start_early_warmup, start_warmup
-from framework.runner.launch import launch_gateway
+from framework.runner.launch import direct_launch_possible, launch_gateway, spark_home_dir
 from framework.runner.py4j_lookups import cache_lookups
 from framework.settings import (
     FRAMEWORK_JAR_PREFIX,
@@ -68,12 +70,13 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
         conf["spark.jars"] = ",".join([*(str(p) for p in jars), *filter(None, [conf.get("spark.jars")])])
     conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in jars)
     if "spark.driver.extraJavaOptions" not in conf:  # a value given in spark_conf is used as it is
-        java_options = launch_java_options(settings, jars, java)
+        java_options = launch_java_options(settings, jars, java, conf)
         if java_options:
             conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     warm = os.environ.get("MEDALLION_NO_WARMUP") != "1"
     if java is not None:  # this process starts the JVM (and warms it up while the SparkContext starts)
         _launch_jvm(conf, java, settings.jar_cache_dir.parent / "launch", warm)
+        _ONE_COMMAND.clear()  # planned for this JVM only
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -129,29 +132,56 @@ def driver_java_options(settings: LocalSparkSettings) -> list[str]:
     return java_options
 
 
-def launch_java_options(settings: LocalSparkSettings, jars: list[Path], java: Path | None) -> list[str]:
+def launch_java_options(settings: LocalSparkSettings, jars: list[Path], java: Path | None,
+                        conf: Mapping[str, str] | None = None) -> list[str]:
     """The driver's JVM options: :func:`driver_java_options`, and when this process starts the JVM (with the
     ``java`` binary; None: it runs already, or spark-submit started it) the class-data sharing archive's
     (:mod:`framework.runner.cds`) and, for one command (:func:`plan_one_command`), ``one_command_java_options``
-    (without a garbage collector when another option already chooses one) and, when its inputs are small,
-    ``small_updates.driver_java_options``."""
+    (without their garbage collector when anything else may choose one, see :func:`collector_chosen_elsewhere`)
+    and, when its inputs are small, ``small_updates.driver_java_options``."""
     java_options = driver_java_options(settings)
-    if java is not None:
-        java_options += cds.java_options(settings, java, jars, java_options)
-        if _ONE_COMMAND:
-            chosen = [*java_options, *os.environ.get("JDK_JAVA_OPTIONS", "").split(),
-                      *os.environ.get("JAVA_TOOL_OPTIONS", "").split()]
-            java_options += [o for o in settings.one_command_java_options
-                             if not (_chooses_collector(o) and any(map(_chooses_collector, chosen)))]
-        if _ONE_COMMAND == [True] and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0":
-            java_options += settings.small_updates.java_options
-    return java_options
+    if java is None:
+        return java_options
+    java_options += cds.java_options(settings, java, jars, java_options)
+    if not _ONE_COMMAND:
+        return java_options
+    small = (list(settings.small_updates.java_options)
+             if _ONE_COMMAND == [True] and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0" else [])
+    one = list(settings.one_command_java_options)
+    if collector_chosen_elsewhere([*java_options, *small], conf or {}, os.environ):
+        one = [o for o in one if not _collectors([o])]
+    return [*java_options, *one, *small]
 
 
-def _chooses_collector(option: str) -> bool:
-    """Whether a JVM option selects the garbage collector (``-XX:+UseParallelGC``, ``-XX:+UseG1GC``...): the JVM
-    refuses to start with two."""
-    return option.startswith("-XX:+Use") and option.endswith("GC")
+# the JVM options that choose a garbage collector (or turn one off): the JVM refuses to start with two chosen
+_COLLECTOR = re.compile(r"-XX:[+-]Use(Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC")
+# where else the driver JVM's options come from: the java launcher's variables, and spark-class's
+_JAVA_OPTION_VARIABLES = ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS")
+
+
+def collector_chosen_elsewhere(options: Sequence[str], conf: Mapping[str, str], environ: Mapping[str, str]) -> bool:
+    """Whether the driver JVM's other options may choose a garbage collector: ``options``, Spark's
+    ``spark.driver.defaultJavaOptions``, the variables the java launcher and Spark's scripts read; or whether they
+    cannot be known (a ``spark-env.sh`` or PySpark's own launch, see :func:`framework.runner.launch
+    .direct_launch_possible`)."""
+    if not direct_launch_possible(spark_home_dir(), environ):
+        return True
+    sources = [*options, conf.get("spark.driver.defaultJavaOptions", ""),
+               *(environ.get(name, "") for name in _JAVA_OPTION_VARIABLES)]
+    return bool(_collectors(sources))
+
+
+def _collectors(options: Sequence[str]) -> list[str]:
+    """The collector options among ``options`` (each item may hold several, as Spark splits them); an item that
+    does not split (an unbalanced quote) counts as one."""
+    found = []
+    for item in options:
+        try:
+            words = shlex.split(item)
+        except ValueError:
+            return [item]
+        found += [w for w in words if _COLLECTOR.fullmatch(w)]
+    return found
 
 
 def session_running() -> bool:
@@ -165,11 +195,12 @@ SMALL_JAVA_OPTIONS_ENV = "MEDALLION_SMALL_JAVA_OPTIONS"  # "0": never add small_
 
 
 def plan_one_command(small: bool) -> None:
-    """Tell the session this process may start that it runs one command (``medallion run`` or ``validate``
-    in its own process, not a server, a continuous run or a test session), and whether its inputs are small
-    (:func:`framework.runner.sizing.expected_small`). A JVM started for one command gets
-    ``one_command_java_options`` (conf/spark.yaml: the throughput collector), and for one small command
-    ``small_updates.driver_java_options`` too (the C1 compiler only). No effect on a JVM that already runs."""
+    """Tell the session this process is about to start that it runs one command (``medallion run``,
+    ``validate`` or ``graph`` in its own process, not a server, a continuous run or a test session), and whether
+    its inputs are small (:func:`framework.runner.sizing.expected_small`). The next JVM this process starts gets
+    ``one_command_java_options`` (conf/spark.yaml: the throughput collector), and for a small command
+    ``small_updates.driver_java_options`` too (the C1 compiler only); the plan ends with that JVM's start. Callers
+    skip it when a session runs already (:func:`session_running`)."""
     _ONE_COMMAND[:] = [small]
 
 

@@ -1,5 +1,6 @@
-"""A cold `medallion run` in its own process: the JVM it starts maps the class-data sharing archive, and gets
-the C1-only options of `small_updates.driver_java_options` when the inputs the spec names are small (issue 21)."""
+"""A cold `medallion run` in its own process: the JVM it starts maps the class-data sharing archive, gets
+`one_command_java_options` (the parallel collector), and the C1-only options of `small_updates.driver_java_options`
+when the inputs the spec names are small (issue 21)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ def orders():
     return spark.read.json(spark.conf.get("landing"))
 
 
-@dlt.table(comment="the options of the JVM this update ran in")
+@dlt.table(comment="the options of the JVM this update ran in, and its garbage collectors (gc:<name>)")
 def jvm_arguments():
-    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-    return spark.createDataFrame([(a,) for a in bean.getInputArguments()], "argument string")
+    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    collectors = [f"gc:{bean.getName()}" for bean in management.getGarbageCollectorMXBeans()]
+    return spark.createDataFrame([(a,) for a in [*management.getRuntimeMXBean().getInputArguments(), *collectors]],
+                                 "argument string")
 '''
 
 
@@ -52,4 +55,6 @@ def test_a_cold_run_on_small_inputs_maps_the_archive_and_compiles_with_c1_only(s
     arguments = {row.argument for row in spark.read.format("delta").load(str(table)).collect()}
     assert f"-XX:SharedArchiveFile={current_archive(load_local_settings())}" in arguments
     assert "-XX:TieredStopAtLevel=1" in arguments
+    # one_command_java_options: the parallel collector ("PS" beans), not the JVM's default G1
+    assert "-XX:+UseParallelGC" in arguments and "gc:PS Scavenge" in arguments
     assert spark.read.format("delta").load(str(tmp_path / "storage" / "tables" / "orders")).count() == 20

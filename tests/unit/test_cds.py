@@ -80,14 +80,20 @@ def test_an_existing_archive_is_mapped_quietly_and_a_missing_one_is_not_asked_fo
     assert cds.java_options(settings, java, [jar], [])[0] == f"-XX:ArchiveClassesAtExit={tmp_path / 'out.tmp'}"
 
 
-def test_launch_options_add_the_archive_and_the_one_command_options_only_to_a_jvm_this_process_starts(
-        tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(cds.DISABLE_ENV, raising=False)
-    monkeypatch.delenv(cds.DUMP_ENV, raising=False)
-    monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV, raising=False)
-    monkeypatch.delenv("JDK_JAVA_OPTIONS", raising=False)
-    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+@pytest.fixture()
+def launch_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No archive, no JVM option variables, Spark's direct launch possible, no command planned."""
+    for name in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS",
+                 "SPARK_TESTING", "PYSPARK_PIN_THREAD", session.SMALL_JAVA_OPTIONS_ENV, cds.DUMP_ENV,
+                 "MEDALLION_SPARK_SUBMIT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "spark-conf"))  # no spark-env.sh there
     monkeypatch.setattr(session, "_ONE_COMMAND", [])
+    return monkeypatch
+
+
+def test_launch_options_add_the_archive_and_the_one_command_options_only_to_a_jvm_this_process_starts(
+        tmp_path: Path, java: Path, launch_env: pytest.MonkeyPatch) -> None:
     settings = _settings(tmp_path)
     jar = _jar(tmp_path, 10)
     base = session.driver_java_options(settings)
@@ -95,31 +101,59 @@ def test_launch_options_add_the_archive_and_the_one_command_options_only_to_a_jv
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"archive")
     # a test session or a server: neither the one-command nor the small-command options
-    assert session.launch_java_options(settings, [jar], java) == [*base, *cds.java_options(settings, java, [jar],
-                                                                                           base)]
+    mapped = [*base, *cds.java_options(settings, java, [jar], base)]
+    assert session.launch_java_options(settings, [jar], java) == mapped
     session.plan_one_command(True)
     started = session.launch_java_options(settings, [jar], java)
-    assert started[:len(base)] == base
+    assert started == [*mapped, "-XX:+UseParallelGC", "-Xss4m", "-XX:TieredStopAtLevel=1"]
     assert f"-XX:SharedArchiveFile={archive}" in started
-    assert started[-3:] == ["-XX:+UseParallelGC", "-Xss4m", "-XX:TieredStopAtLevel=1"]
     assert session.launch_java_options(settings, [jar], None) == base  # spark-submit's JVM
-    monkeypatch.setenv(session.SMALL_JAVA_OPTIONS_ENV, "0")
+    launch_env.setenv(session.SMALL_JAVA_OPTIONS_ENV, "0")
     assert session.launch_java_options(settings, [jar], java)[-2:] == ["-XX:+UseParallelGC", "-Xss4m"]
-    monkeypatch.delenv(session.SMALL_JAVA_OPTIONS_ENV)
+    launch_env.delenv(session.SMALL_JAVA_OPTIONS_ENV)
     session.plan_one_command(False)  # a large command: the one-command options only
     assert session.launch_java_options(settings, [jar], java)[-2:] == ["-XX:+UseParallelGC", "-Xss4m"]
 
 
+@pytest.mark.parametrize("where, value", [
+    ("JDK_JAVA_OPTIONS", "-Xmx1g -XX:+UseSerialGC"),
+    ("JAVA_TOOL_OPTIONS", "-XX:+UseZGC"),
+    ("_JAVA_OPTIONS", "-XX:+UseShenandoahGC"),
+    ("SPARK_SUBMIT_OPTS", "-XX:-UseParallelGC"),  # turning the collector off is a choice too
+    ("spark.driver.defaultJavaOptions", "-XX:+UseG1GC -Dx=1"),
+    ("driver_java_options", "-Xmx2g -XX:+UseG1GC"),  # an item holding two options, as Spark splits them
+    ("small_updates", "-XX:+UseEpsilonGC"),
+])
 def test_a_collector_chosen_elsewhere_wins_over_the_one_command_options(
-        tmp_path: Path, java: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the JVM refuses to start with two collectors
-    monkeypatch.setenv(cds.DISABLE_ENV, "0")
-    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
-    monkeypatch.setattr(session, "_ONE_COMMAND", [False])
-    settings = _settings(tmp_path)
-    monkeypatch.setenv("JDK_JAVA_OPTIONS", "-Xmx1g -XX:+UseSerialGC")
-    options = session.launch_java_options(settings, [], java)
-    assert "-XX:+UseParallelGC" not in options and options[-1] == "-Xss4m"
-    monkeypatch.delenv("JDK_JAVA_OPTIONS")
-    g1 = replace(settings, driver_java_options=("-XX:+UseG1GC",))
-    assert [o for o in session.launch_java_options(g1, [], java) if o.endswith("GC")] == ["-XX:+UseG1GC"]
+        tmp_path: Path, java: Path, launch_env: pytest.MonkeyPatch, where: str, value: str) -> None:
+    # the JVM refuses to start with two collectors: the one-command options then add everything but theirs
+    launch_env.setenv(cds.DISABLE_ENV, "0")
+    session.plan_one_command(where == "small_updates")
+    settings, conf = _settings(tmp_path), {}
+    if where == "driver_java_options":
+        settings = replace(settings, driver_java_options=(value,))
+    elif where == "small_updates":
+        settings = replace(settings, small_updates=replace(settings.small_updates, java_options=(value,)))
+    elif where.startswith("spark."):
+        conf = {where: value}
+    else:
+        launch_env.setenv(where, value)
+    options = session.launch_java_options(settings, [], java, conf)
+    assert "-XX:+UseParallelGC" not in options and "-Xss4m" in options
+
+
+def test_options_that_only_tune_a_collector_leave_the_one_command_collector(
+        tmp_path: Path, java: Path, launch_env: pytest.MonkeyPatch) -> None:
+    launch_env.setenv(cds.DISABLE_ENV, "0")
+    launch_env.setenv("JDK_JAVA_OPTIONS", "-XX:+UseMaximumCompactionOnSystemGC -XX:ParallelGCThreads=2")
+    session.plan_one_command(False)
+    assert "-XX:+UseParallelGC" in session.launch_java_options(_settings(tmp_path), [], java)
+
+
+def test_unknowable_options_leave_the_collector_to_the_jvm(tmp_path: Path, launch_env: pytest.MonkeyPatch) -> None:
+    # a spark-env.sh (bash that may export SPARK_SUBMIT_OPTS) or PySpark's own launch: the collector is left out
+    assert not session.collector_chosen_elsewhere([], {}, {"SPARK_CONF_DIR": str(tmp_path)})
+    (tmp_path / "spark-env.sh").write_text("export SPARK_SUBMIT_OPTS=-XX:+UseG1GC\n")
+    assert session.collector_chosen_elsewhere([], {}, {"SPARK_CONF_DIR": str(tmp_path)})
+    assert session.collector_chosen_elsewhere([], {}, {"PYSPARK_SUBMIT_ARGS": "--driver-java-options x pyspark-shell"})
+    assert session.collector_chosen_elsewhere(["-Dx='unbalanced"], {}, {"SPARK_CONF_DIR": str(tmp_path / "n")})

@@ -4,6 +4,7 @@ another setting, environment or settings file asks the launcher again."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,14 +16,14 @@ from framework.settings import PROJECT_ROOT
 
 def _command(cache: Path, env: dict[str, str], *conf: str) -> list[str]:
     args = [launch._SUBMIT, *[a for c in conf for a in ("--conf", c)], "pyspark-shell"]
-    return launch.cached_command(cache, check_java(), launch._spark_home(), args, env)[0]
+    return launch.cached_command(cache, check_java(), launch.spark_home_dir(), args, env)[0]
 
 
 def test_the_launchers_command_is_computed_once_per_settings(tmp_path: Path) -> None:
     cache = tmp_path / "launch"
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
-    env = launch.script_env(launch._spark_home(), {"SPARK_CONF_DIR": str(conf_dir), "PATH": "/usr/bin:/bin"})
+    env = launch.script_env(launch.spark_home_dir(), {"SPARK_CONF_DIR": str(conf_dir), "PATH": "/usr/bin:/bin"})
     first = _command(cache, env, "spark.driver.memory=3g", "spark.driver.extraJavaOptions=-Da=1 -Db=2")
     assert first[0].endswith("java") and "-Xmx3g" in first and "-Da=1" in first and "-Db=2" in first
     assert first[first.index(launch._SUBMIT):] == [launch._SUBMIT, "--conf", "spark.driver.memory=3g", "--conf",
@@ -39,7 +40,7 @@ def test_the_launchers_command_is_computed_once_per_settings(tmp_path: Path) -> 
 
 def test_a_corrupt_kept_command_is_computed_again(tmp_path: Path) -> None:
     cache = tmp_path / "launch"
-    env = launch.script_env(launch._spark_home(), {"SPARK_CONF_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    env = launch.script_env(launch.spark_home_dir(), {"SPARK_CONF_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     first = _command(cache, env, "spark.driver.memory=1g")
     (kept,) = cache.glob("*.json")
     kept.write_text('["trunc')
@@ -81,3 +82,23 @@ def test_the_early_warmup_before_any_session_leaves_a_working_jvm(tmp_path: Path
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rows 3" in result.stdout
     assert "vector [1.0, 2.0]" in result.stdout
+
+
+# A process that planned one command: its JVM gets the one-command options, and the plan ends with that JVM.
+_PLANNED = """
+from framework.runner import session
+session.plan_one_command(False)
+spark = session.get_or_create_session()
+bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+print("arguments", list(bean.getInputArguments()))
+print("plan", session._ONE_COMMAND)
+"""
+
+
+def test_a_planned_command_starts_its_jvm_with_the_one_command_options_once() -> None:
+    result = subprocess.run([sys.executable, "-c", _PLANNED], capture_output=True, text=True, timeout=300,
+                            cwd=PROJECT_ROOT, check=False, env={k: v for k, v in os.environ.items()
+                                                                if k not in ("JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "'-XX:+UseParallelGC'" in result.stdout
+    assert "plan []" in result.stdout
