@@ -149,7 +149,7 @@ def launch_java_options(settings: LocalSparkSettings, jars: list[Path], java: Pa
              if _ONE_COMMAND == [True] and os.environ.get(SMALL_JAVA_OPTIONS_ENV) != "0" else [])
     one = list(settings.one_command_java_options)
     if collector_chosen_elsewhere([*java_options, *small], conf or {}, os.environ):
-        one = [o for o in one if not _collectors([o])]
+        one = [o for o in one if not _chooses_collector([o])]
     return [*java_options, *one, *small]
 
 
@@ -168,20 +168,19 @@ def collector_chosen_elsewhere(options: Sequence[str], conf: Mapping[str, str], 
         return True
     sources = [*options, conf.get("spark.driver.defaultJavaOptions", ""),
                *(environ.get(name, "") for name in _JAVA_OPTION_VARIABLES)]
-    return bool(_collectors(sources))
+    return _chooses_collector(sources)
 
 
-def _collectors(options: Sequence[str]) -> list[str]:
-    """The collector options among ``options`` (each item may hold several, as Spark splits them); an item that
-    does not split (an unbalanced quote) counts as one."""
-    found = []
+def _chooses_collector(options: Sequence[str]) -> bool:
+    """Whether ``options`` hold a collector option (each item may hold several, as Spark splits them); an item
+    that does not split (an unbalanced quote) may hold one."""
     for item in options:
         try:
-            words = shlex.split(item)
+            if any(_COLLECTOR.fullmatch(word) for word in shlex.split(item)):
+                return True
         except ValueError:
-            return [item]
-        found += [w for w in words if _COLLECTOR.fullmatch(w)]
-    return found
+            return True
+    return False
 
 
 def session_running() -> bool:
