@@ -29,6 +29,15 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public final class JdbcIncremental implements TableProvider, DataSourceRegister {
   private ReadPlan plan; // inferSchema and getTable are called on one instance: the catalog is read once
 
+  /**
+   * How many micro-batch reads this JVM started ahead on the driver, how many their tasks took over, and how many
+   * were dropped because no task came for them (see {@link ReadAhead}).
+   */
+  public static Map<String, Long> readAheadCounts() {
+    return Map.of("started", ReadAhead.STARTED.get(), "claimed", ReadAhead.CLAIMED.get(),
+        "dropped", ReadAhead.DROPPED.get());
+  }
+
   @Override
   public String shortName() {
     return "jdbc_incremental";

@@ -24,13 +24,19 @@ import scala.Option;
 final class RangeRead {
   private RangeRead() {}
 
-  /** One range of one batch: the SQL that reads it. */
+  /** One range of one batch: the SQL that reads it, and the token of its {@link ReadAhead} (null: none). */
   static final class Partition implements InputPartition {
     private static final long serialVersionUID = 1L;
     final String sql;
+    final String readAhead;
 
     Partition(String sql) {
+      this(sql, null);
+    }
+
+    Partition(String sql, String readAhead) {
       this.sql = sql;
+      this.readAhead = readAhead;
     }
   }
 
@@ -45,13 +51,16 @@ final class RangeRead {
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-      return new Reader(plan, ((Partition) partition).sql);
+      Partition range = (Partition) partition;
+      PartitionReader<InternalRow> ahead = ReadAhead.claim(range.readAhead);
+      return ahead != null ? ahead : new Reader(plan, range.sql);
     }
   }
 
   /** The rows of one range. */
   static final class Reader implements PartitionReader<InternalRow> {
     private final IncrementalOptions options;
+    private final InputMetrics metrics;
     private final Connection conn;
     private final Statement statement;
     private final scala.collection.Iterator<InternalRow> rows;
@@ -62,14 +71,14 @@ final class RangeRead {
 
     Reader(ReadPlan plan, String sql) {
       options = plan.options;
+      TaskContext task = TaskContext.get(); // none in a read ahead: it counts its rows itself
+      metrics = task == null ? new InputMetrics() : task.taskMetrics().inputMetrics();
       conn = ConnectionPool.borrow(options);
       try {
         conn.setAutoCommit(false); // the driver streams through a cursor only inside a transaction
         statement = conn.createStatement();
         statement.setFetchSize(options.fetchSize);
         ResultSet rs = statement.executeQuery(sql);
-        TaskContext task = TaskContext.get();
-        InputMetrics metrics = task == null ? new InputMetrics() : task.taskMetrics().inputMetrics();
         StructType schema = plan.schema();
         rows = JdbcUtils$.MODULE$.resultSetToSparkInternalRows(rs, JdbcDialects.get(options.url), schema, metrics,
             Option.empty());
@@ -106,6 +115,15 @@ final class RangeRead {
     @Override
     public InternalRow get() {
       return current;
+    }
+
+    /** The rows read so far, as counted in the metrics this reader was given. */
+    long recordsRead() {
+      return metrics.recordsRead();
+    }
+
+    boolean isClosed() {
+      return closed;
     }
 
     @Override

@@ -16,12 +16,24 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
  * {@code latestOffset} returns the start unchanged when nothing is new (no empty batch runs); a batch reads
  * {@code (start - lookback, end]}; with {@code Trigger.AvailableNow} the end is capped at the greatest watermark
  * seen when the query started. The driver holds one pooled connection for the offset queries while the query runs.
+ * A batch's ranges are planned in {@code latestOffset}, and in local mode a batch of one range starts reading there
+ * ({@link ReadAhead}), while Spark logs the offsets and plans the batch.
  */
 final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailableNow {
   private final ReadPlan plan;
   private Connection conn;
   private String target;
   private boolean capped;
+  private Planned planned; // the ranges of the batch latestOffset last returned
+
+  /** The ranges of the batch {@code (start, end]}, and the read ahead of its only range (or null). */
+  private record Planned(String start, String end, RangeRead.Partition[] ranges, ReadAhead ahead) {
+    void drop() {
+      if (ahead != null) {
+        ahead.drop();
+      }
+    }
+  }
 
   WatermarkStream(ReadPlan plan) {
     this.plan = plan;
@@ -66,27 +78,51 @@ final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailabl
     throw new UnsupportedOperationException("latestOffset(start, limit) is used: the source admits rows by limit");
   }
 
+  /** The end of the next batch; its ranges are planned here, and a batch of one range starts reading. */
   @Override
-  public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+  public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
     WatermarkOffset start = (WatermarkOffset) startOffset;
-    if (capped && target == null) {
-      return start;
+    dropPlanned(); // a batch planned before ran already, or never will
+    if (capped && (target == null || target.equals(start.watermark))) {
+      return start; // nothing up to the cap, or read up to it already
     }
     long maxRows = limit instanceof ReadMaxRows ? ((ReadMaxRows) limit).maxRows() : 0;
     String end = scalar(Pg.maxWatermarkSql(plan.options.relation, plan.watermark, start.watermark, target, maxRows));
     if (end == null) {
       return start;
     }
+    planned = plan(start.watermark, end);
     String nulls = scalar(Pg.nullCountSql(plan.options.relation, plan.watermark));
     return new WatermarkOffset(end, nulls == null ? 0 : Long.parseLong(nulls));
   }
 
+  private Planned plan(String start, String end) {
+    RangeRead.Partition[] ranges = withConnection(c -> plan.partitions(c, start, end));
+    if (ranges.length != 1 || !ReadAhead.possible()) {
+      return new Planned(start, end, ranges, null);
+    }
+    ReadAhead ahead = ReadAhead.start(plan, ranges[0].sql);
+    RangeRead.Partition[] read = {new RangeRead.Partition(ranges[0].sql, ahead.token)};
+    return new Planned(start, end, read, ahead);
+  }
+
+  private void dropPlanned() {
+    if (planned != null) {
+      planned.drop();
+      planned = null;
+    }
+  }
+
+  /** The ranges latestOffset planned for this batch; planned again for any other (a batch logged before a restart). */
   @Override
-  public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
+  public synchronized InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
     WatermarkOffset start = (WatermarkOffset) startOffset;
     WatermarkOffset end = (WatermarkOffset) endOffset;
     if (end.watermark == null || Objects.equals(start.watermark, end.watermark)) {
       return new InputPartition[0];
+    }
+    if (planned != null && Objects.equals(planned.start, start.watermark) && planned.end.equals(end.watermark)) {
+      return planned.ranges;
     }
     return withConnection(c -> plan.partitions(c, start.watermark, end.watermark));
   }
@@ -108,6 +144,7 @@ final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailabl
 
   @Override
   public synchronized void stop() {
+    dropPlanned();
     if (conn != null) {
       ConnectionPool.giveBack(plan.options, conn);
       conn = null;

@@ -1,0 +1,104 @@
+"""The JVM twin's read ahead (``jvm/src/medallion/sources/ReadAhead.java``): in local mode a micro-batch of one
+range starts its database read on the driver as soon as ``latestOffset`` knows the range, and the batch's task
+takes the rows over. Every row still arrives once; a range longer than ``fetchSize`` goes on through the open
+cursor; a read ahead that no task claims closes its transaction; a batch of several ranges is not read ahead."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from framework.sources import SOURCE_NAME
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from framework.testing.postgres import PostgresDatabase
+
+pytestmark = pytest.mark.spark
+
+
+def _counts(spark: SparkSession) -> dict[str, int]:
+    counts = spark.sparkContext._jvm.medallion.sources.JdbcIncremental.readAheadCounts()  # type: ignore[union-attr]
+    return {k: int(counts.get(k)) for k in ("started", "claimed", "dropped")}
+
+
+def _grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before[k] for k in before}
+
+
+def _source(spark: SparkSession, db: PostgresDatabase, **options: str) -> DataFrame:
+    return (spark.readStream.format(SOURCE_NAME).options(**db.options).option("dbtable", "public.items")
+            .option("watermarkColumn", "seq").options(**options).load())
+
+
+def _to_parquet(spark: SparkSession, db: PostgresDatabase, out: Path, **options: str) -> list[Any]:
+    query = (_source(spark, db, **options).writeStream.format("parquet").option("path", str(out / "data"))
+             .option("checkpointLocation", str(out / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return sorted(r[0] for r in spark.read.parquet(str(out / "data")).select("seq").collect())
+
+
+def _open_transactions(db: PostgresDatabase) -> int:
+    """Server sessions of the test's database holding a transaction open (a read's cursor)."""
+    rows = db.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()")
+    return int(rows[0][0])
+
+
+def test_a_batch_of_one_range_is_read_ahead_and_each_row_arrives_once(
+        spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path) -> None:
+    db = postgres_db
+    db.execute("CREATE TABLE items (seq bigint, name text)",
+               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 30) g")
+    before = _counts(spark)
+    # fetchSize 8: the read ahead holds 8 rows, the task reads the other 22 on through the cursor
+    assert _to_parquet(spark, db, tmp_path, fetchSize="8") == list(range(1, 31))
+    db.execute("INSERT INTO items SELECT g, 'n' || g FROM generate_series(31, 35) g")
+    assert _to_parquet(spark, db, tmp_path, fetchSize="8") == list(range(1, 36))
+    assert _grown(before, _counts(spark)) == {"started": 2, "claimed": 2, "dropped": 0}
+    assert _open_transactions(db) == 0
+
+
+def test_a_read_ahead_no_task_claims_is_dropped_with_its_transaction(
+        spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path) -> None:
+    db = postgres_db
+    db.execute("CREATE TABLE items (seq bigint, name text)",
+               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 20) g")
+    before = _counts(spark)
+
+    def refuse(batch: DataFrame, batch_id: int) -> None:  # the batch fails before any task reads
+        raise RuntimeError("the sink is down")
+
+    checkpoint = tmp_path / "checkpoint"
+    query = (_source(spark, db, fetchSize="5").writeStream.foreachBatch(refuse)
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="the sink is down"):
+        query.awaitTermination()
+    assert _grown(before, _counts(spark)) == {"started": 1, "claimed": 0, "dropped": 1}
+    deadline = time.monotonic() + 30  # the read ahead closes its cursor when its own read of 5 rows ends
+    while _open_transactions(db) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _open_transactions(db) == 0
+    # the failed batch's offsets are logged: the next run of the query reads its rows, each once
+    got: list[int] = []
+    query = (_source(spark, db, fetchSize="5").writeStream
+             .foreachBatch(lambda batch, _: got.extend(r[0] for r in batch.select("seq").collect()))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert sorted(got) == list(range(1, 21))
+
+
+def test_a_batch_of_several_ranges_is_not_read_ahead(spark: SparkSession, postgres_db: PostgresDatabase,
+                                                     tmp_path: Path) -> None:
+    db = postgres_db
+    # more rows than one range holds (50,000 by the planner's estimate): two ranges, each read by its task
+    db.execute("CREATE TABLE items (seq bigint, name text)",
+               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 120000) g", "ANALYZE items")
+    before = _counts(spark)
+    got = _to_parquet(spark, db, tmp_path, numPartitions="2")
+    assert len(got) == 120000 and got[0] == 1 and got[-1] == 120000 and len(set(got)) == 120000
+    assert _grown(before, _counts(spark))["started"] == 0
