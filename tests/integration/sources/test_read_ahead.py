@@ -1,7 +1,8 @@
 """The JVM twin's read ahead (``jvm/src/medallion/sources/ReadAhead.java``): in local mode a micro-batch of one
 range starts its database read on the driver as soon as ``latestOffset`` knows the range, and the batch's task
 takes the rows over. Every row still arrives once; a range longer than ``fetchSize`` goes on through the open
-cursor; a read ahead that no task claims closes its transaction; a batch of several ranges is not read ahead."""
+cursor; a read ahead that no task claims closes its transaction; a failure ahead or later in the cursor is the
+batch's failure with the database's message; a batch of several ranges is not read ahead."""
 
 from __future__ import annotations
 
@@ -90,6 +91,33 @@ def test_a_read_ahead_no_task_claims_is_dropped_with_its_transaction(
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     query.awaitTermination()
     assert sorted(got) == list(range(1, 21))
+    # the batch logged before the restart is planned again without a read ahead
+    assert _grown(before, _counts(spark)) == {"started": 1, "claimed": 0, "dropped": 1}
+
+
+@pytest.mark.parametrize("bad_seq", [3, 25], ids=["in the rows read ahead", "in the rest of the cursor"])
+def test_a_read_failing_ahead_or_later_fails_the_batch_with_the_database_error(
+        spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path, bad_seq: int) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    db = postgres_db
+    db.execute("CREATE TABLE items (seq bigint, name text)",
+               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 30) g")
+    before = _counts(spark)
+    query = (spark.readStream.format(SOURCE_NAME).options(**db.options).option("watermarkColumn", "seq")
+             .option("query", f"SELECT seq, 10 / (seq - {bad_seq}) AS x FROM items").option("fetchSize", "8")
+             .load().writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    with pytest.raises(StreamingQueryException) as failed:
+        query.awaitTermination()
+    text = str(failed.value)
+    assert "PostgreSQL refused to read" in text and "division by zero" in text, text
+    assert db.password not in text
+    assert _grown(before, _counts(spark)) == {"started": 1, "claimed": 1, "dropped": 0}
+    deadline = time.monotonic() + 30
+    while _open_transactions(db) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _open_transactions(db) == 0
 
 
 def test_a_batch_of_several_ranges_is_not_read_ahead(spark: SparkSession, postgres_db: PostgresDatabase,

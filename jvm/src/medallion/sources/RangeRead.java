@@ -4,8 +4,8 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.function.Consumer;
 
-import org.apache.spark.TaskContext;
 import org.apache.spark.executor.InputMetrics;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -60,7 +60,6 @@ final class RangeRead {
   /** The rows of one range. */
   static final class Reader implements PartitionReader<InternalRow> {
     private final IncrementalOptions options;
-    private final InputMetrics metrics;
     private final Connection conn;
     private final Statement statement;
     private final scala.collection.Iterator<InternalRow> rows;
@@ -70,18 +69,23 @@ final class RangeRead {
     private boolean closed;
 
     Reader(ReadPlan plan, String sql) {
+      this(plan, sql, st -> { });
+    }
+
+    /** A reader that hands its statement to {@code running} before executing it (to be cancelled). */
+    Reader(ReadPlan plan, String sql, Consumer<Statement> running) {
       options = plan.options;
-      TaskContext task = TaskContext.get(); // none in a read ahead: it counts its rows itself
-      metrics = task == null ? new InputMetrics() : task.taskMetrics().inputMetrics();
       conn = ConnectionPool.borrow(options);
       try {
         conn.setAutoCommit(false); // the driver streams through a cursor only inside a transaction
         statement = conn.createStatement();
         statement.setFetchSize(options.fetchSize);
+        running.accept(statement);
         ResultSet rs = statement.executeQuery(sql);
         StructType schema = plan.schema();
-        rows = JdbcUtils$.MODULE$.resultSetToSparkInternalRows(rs, JdbcDialects.get(options.url), schema, metrics,
-            Option.empty());
+        // metrics of its own: Spark's DataSourceRDD counts the task's records read from what this reader returns
+        rows = JdbcUtils$.MODULE$.resultSetToSparkInternalRows(rs, JdbcDialects.get(options.url), schema,
+            new InputMetrics(), Option.empty());
       } catch (SQLException e) {
         ConnectionPool.discard(conn);
         throw SourceException.of(e, "read " + options.shortRelation(), options);
@@ -115,15 +119,6 @@ final class RangeRead {
     @Override
     public InternalRow get() {
       return current;
-    }
-
-    /** The rows read so far, as counted in the metrics this reader was given. */
-    long recordsRead() {
-      return metrics.recordsRead();
-    }
-
-    boolean isClosed() {
-      return closed;
     }
 
     @Override

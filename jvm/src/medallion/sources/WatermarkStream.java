@@ -17,7 +17,7 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
  * {@code (start - lookback, end]}; with {@code Trigger.AvailableNow} the end is capped at the greatest watermark
  * seen when the query started. The driver holds one pooled connection for the offset queries while the query runs.
  * A batch's ranges are planned in {@code latestOffset}, and in local mode a batch of one range starts reading there
- * ({@link ReadAhead}), while Spark logs the offsets and plans the batch.
+ * on another pooled connection ({@link ReadAhead}), while Spark logs the offsets and plans the batch.
  */
 final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailableNow {
   private final ReadPlan plan;
