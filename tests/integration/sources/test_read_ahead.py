@@ -43,18 +43,27 @@ def _to_parquet(spark: SparkSession, db: PostgresDatabase, out: Path, **options:
     return sorted(r[0] for r in spark.read.parquet(str(out / "data")).select("seq").collect())
 
 
-def _open_transactions(db: PostgresDatabase) -> int:
-    """Server sessions of the test's database holding a transaction open (a read's cursor)."""
-    rows = db.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()")
-    return int(rows[0][0])
+def _items(db: PostgresDatabase, rows: int) -> None:
+    db.execute("CREATE TABLE items (seq bigint, name text)",
+               f"INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, {rows}) g", "ANALYZE items")
+
+
+def _open_transactions(db: PostgresDatabase, wait: float = 0) -> int:
+    """Server sessions of the test's database holding a transaction open (a read's cursor), after waiting up to
+    ``wait`` seconds for them to end."""
+    deadline = time.monotonic() + wait
+    while True:
+        rows = db.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()")
+        if not rows[0][0] or time.monotonic() > deadline:
+            return int(rows[0][0])
+        time.sleep(0.1)
 
 
 def test_a_batch_of_one_range_is_read_ahead_and_each_row_arrives_once(
         spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path) -> None:
     db = postgres_db
-    db.execute("CREATE TABLE items (seq bigint, name text)",
-               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 30) g")
+    _items(db, 30)
     before = _counts(spark)
     # fetchSize 8: the read ahead holds 8 rows, the task reads the other 22 on through the cursor
     assert _to_parquet(spark, db, tmp_path, fetchSize="8") == list(range(1, 31))
@@ -67,8 +76,7 @@ def test_a_batch_of_one_range_is_read_ahead_and_each_row_arrives_once(
 def test_a_read_ahead_no_task_claims_is_dropped_with_its_transaction(
         spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path) -> None:
     db = postgres_db
-    db.execute("CREATE TABLE items (seq bigint, name text)",
-               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 20) g")
+    _items(db, 20)
     before = _counts(spark)
 
     def refuse(batch: DataFrame, batch_id: int) -> None:  # the batch fails before any task reads
@@ -80,10 +88,7 @@ def test_a_read_ahead_no_task_claims_is_dropped_with_its_transaction(
     with pytest.raises(Exception, match="the sink is down"):
         query.awaitTermination()
     assert _grown(before, _counts(spark)) == {"started": 1, "claimed": 0, "dropped": 1}
-    deadline = time.monotonic() + 30  # the read ahead closes its cursor when its own read of 5 rows ends
-    while _open_transactions(db) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _open_transactions(db) == 0
+    assert _open_transactions(db, wait=30) == 0  # closed when the read ahead's own read of 5 rows ends
     # the failed batch's offsets are logged: the next run of the query reads its rows, each once
     got: list[int] = []
     query = (_source(spark, db, fetchSize="5").writeStream
@@ -101,8 +106,7 @@ def test_a_read_failing_ahead_or_later_fails_the_batch_with_the_database_error(
     from pyspark.errors import StreamingQueryException
 
     db = postgres_db
-    db.execute("CREATE TABLE items (seq bigint, name text)",
-               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 30) g")
+    _items(db, 30)
     before = _counts(spark)
     query = (spark.readStream.format(SOURCE_NAME).options(**db.options).option("watermarkColumn", "seq")
              .option("query", f"SELECT seq, 10 / (seq - {bad_seq}) AS x FROM items").option("fetchSize", "8")
@@ -114,18 +118,14 @@ def test_a_read_failing_ahead_or_later_fails_the_batch_with_the_database_error(
     assert "PostgreSQL refused to read" in text and "division by zero" in text, text
     assert db.password not in text
     assert _grown(before, _counts(spark)) == {"started": 1, "claimed": 1, "dropped": 0}
-    deadline = time.monotonic() + 30
-    while _open_transactions(db) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _open_transactions(db) == 0
+    assert _open_transactions(db, wait=30) == 0  # the failed reader's connection is closed
 
 
 def test_a_batch_of_several_ranges_is_not_read_ahead(spark: SparkSession, postgres_db: PostgresDatabase,
                                                      tmp_path: Path) -> None:
     db = postgres_db
     # more rows than one range holds (50,000 by the planner's estimate): two ranges, each read by its task
-    db.execute("CREATE TABLE items (seq bigint, name text)",
-               "INSERT INTO items SELECT g, 'n' || g FROM generate_series(1, 120000) g", "ANALYZE items")
+    _items(db, 120000)
     before = _counts(spark)
     got = _to_parquet(spark, db, tmp_path, numPartitions="2")
     assert len(got) == 120000 and got[0] == 1 and got[-1] == 120000 and len(set(got)) == 120000
