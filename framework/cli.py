@@ -380,7 +380,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         prod = None
     for path in write_deployment(spec, args.out, prod):
         print(f"wrote {path}")
-    print("deploy with: databricks bundle deploy -t dev   (run from the repository root, next to databricks.yml)")
+    print(f"deploy with: cd {args.out} && databricks bundle validate && databricks bundle deploy -t dev")
     return 0
 
 

@@ -1,6 +1,8 @@
 """Turn a local spec into Databricks pipeline settings and a ``databricks.yml`` Asset Bundle.
 
-The pipeline files are deployed as they are (the bundle syncs the repository); local-only settings (path
+The pipeline files are deployed as they are: the output folder is a self-contained bundle (a bundle deploys only
+the folder that holds its ``databricks.yml``) with a copy of the libraries, the local modules they import and,
+where the code needs it, the ``framework`` package (``framework/deploy/contents.py``); local-only settings (path
 mappings, local Spark settings, storage under ``runs/``) are left out, and configuration values keep the
 Databricks paths written in the spec (``dbfs:/...``), since those are what the code sees on Databricks.
 Each library file becomes a ``file`` library (globs are expanded), which every bundle schema version accepts, or a
@@ -24,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from framework.deploy.checks import missing_paths, production_problems
+from framework.deploy.contents import BundleFile, bundle_files, copy_into, sync_includes
 from framework.errors import Problem, SpecError
 from framework.loader import resolve_libraries
 from framework.notebook import is_notebook_source
@@ -33,6 +37,8 @@ from framework.spec import JobTrigger, PipelineSpec
 from framework.sql.split import is_sql_notebook
 
 WORKSPACE_ROOT = "${workspace.file_path}"
+# Where a production target deploys: one copy per bundle and target, as the CLI's production mode requires.
+PROD_ROOT_PATH = "/Workspace/Users/${workspace.current_user.userName}/.bundle/${bundle.name}/${bundle.target}"
 # Registers jdbc_incremental in a Databricks pipeline (a notebook library: it %pip-installs the ADBC driver).
 REGISTER_NOTEBOOK = "framework/deploy/register_sources.py"
 
@@ -47,7 +53,7 @@ def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROO
     files = _library_files(spec)
     libraries = _libraries(spec, files, workspace_root)
     configuration = dict(spec.configuration)
-    if any(SOURCE_NAME in text for _, text in files):  # the code reads jdbc_incremental
+    if _reads_database_source(files):
         libraries.insert(0, {"notebook": {"path": f"{workspace_root}/{REGISTER_NOTEBOOK}"}})
         configuration.setdefault("medallion.bundle_root", workspace_root)
     settings: dict[str, Any] = {
@@ -68,6 +74,11 @@ def pipeline_settings(spec: PipelineSpec, *, workspace_root: str = WORKSPACE_ROO
     if not spec.catalog and "serverless" not in settings:
         settings["photon"] = bool(spec.extra.get("photon", False))
     return settings
+
+
+def _reads_database_source(files: list[tuple[Path, str]]) -> bool:
+    """Whether the code reads ``jdbc_incremental`` (and so gets the notebook that registers it)."""
+    return any(SOURCE_NAME in text for _, text in files)
 
 
 def _library_files(spec: PipelineSpec) -> list[tuple[Path, str]]:
@@ -94,24 +105,37 @@ def _libraries(spec: PipelineSpec, files: list[tuple[Path, str]], workspace_root
     return libraries
 
 
-def bundle_config(spec: PipelineSpec, prod_spec: PipelineSpec | None = None) -> dict[str, Any]:
-    """A ``databricks.yml`` with the pipeline as a resource and ``dev`` (default) / ``prod`` targets."""
+def bundle_contents(spec: PipelineSpec) -> list[BundleFile]:
+    """The files and folders the spec's bundle carries (see ``framework/deploy/contents.py``)."""
+    files = _library_files(spec)
+    _libraries(spec, files, WORKSPACE_ROOT)  # refuses libraries outside the root, naming each
+    return bundle_files(spec.root, files, needs_framework=_reads_database_source(files))
+
+
+def bundle_config(spec: PipelineSpec, prod_spec: PipelineSpec | None = None,
+                  contents: list[BundleFile] | None = None) -> dict[str, Any]:
+    """A ``databricks.yml`` with the pipeline as a resource and ``dev`` (default) / ``prod`` targets.
+
+    The prod target always deploys with ``development: false`` and its own ``workspace.root_path``, which the
+    CLI's production mode requires; ``prod_spec`` (the spec's prod environment) adds its settings.
+    """
     key = _resource_key(spec.name)
     config: dict[str, Any] = {
         "bundle": {"name": key},
-        "sync": {"include": ["pipelines/**", "framework/**", "expectations/**"]},
+        "sync": {"include": sync_includes(bundle_contents(spec) if contents is None else contents)},
         "resources": {"pipelines": {key: pipeline_settings(spec, development=True)}},
         "targets": {
             "dev": {"mode": "development", "default": True},
-            "prod": {"mode": "production"},
+            "prod": {"mode": "production", "workspace": {"root_path": PROD_ROOT_PATH},
+                     "resources": {"pipelines": {key: {"development": False}}}},
         },
     }
     if spec.trigger is not None:
         config["resources"]["jobs"] = {f"{key}_job": job_settings(spec, spec.trigger)}
     if prod_spec is not None:
         prod = pipeline_settings(prod_spec, development=False)
-        config["targets"]["prod"]["resources"] = {"pipelines": {key: {
-            k: v for k, v in prod.items() if k in ("configuration", "target", "catalog", "development")}}}
+        config["targets"]["prod"]["resources"]["pipelines"][key].update({
+            k: v for k, v in prod.items() if k in ("configuration", "target", "catalog")})
         prod_job = _prod_job(spec, prod_spec)
         if prod_job is not None:
             config["targets"]["prod"]["resources"]["jobs"] = {f"{key}_job": prod_job}
@@ -162,11 +186,24 @@ def _prod_job(spec: PipelineSpec, prod_spec: PipelineSpec) -> dict[str, Any] | N
 
 
 def write_deployment(spec: PipelineSpec, out_dir: Path, prod_spec: PipelineSpec | None = None) -> list[Path]:
-    """Write ``<name>.pipeline.json`` (settings for the Pipelines API / UI JSON editor) and ``databricks.yml``."""
+    """Write a self-contained bundle folder: ``databricks.yml``, a copy of what the pipeline needs, and
+    ``<name>.pipeline.json`` (settings for the Pipelines API / UI JSON editor, for a Git folder of the repository).
+
+    Raises:
+        SpecError: ``BUNDLE_INVALID`` when the bundle would not pass ``databricks bundle validate`` (a path its
+            resources name is not in the folder, or a production target the CLI refuses).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
+    contents = bundle_contents(spec)
+    copy_into(out_dir, contents)
+    config = bundle_config(spec, prod_spec, contents)
+    problems = [*(f"{path} is named by the bundle but not in it" for path in missing_paths(config, out_dir)),
+                *production_problems(config)]
+    if problems:
+        raise SpecError(spec.source, [Problem("BUNDLE_INVALID", problem, spec.source) for problem in problems])
     settings_path = out_dir / f"{_resource_key(spec.name)}.pipeline.json"
     settings = pipeline_settings(spec, workspace_root="/Workspace/Repos/<user>/<repo>")
     settings_path.write_text(json.dumps(settings, indent=2) + "\n")
     bundle_path = out_dir / "databricks.yml"
-    bundle_path.write_text(yaml.safe_dump(bundle_config(spec, prod_spec), sort_keys=False))
+    bundle_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return [settings_path, bundle_path]

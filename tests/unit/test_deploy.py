@@ -201,3 +201,70 @@ def test_a_database_source_pipeline_deploys_with_the_notebook_that_registers_the
     sample = pipeline_settings(load_spec(REPO_ROOT / "conf" / "sample.yaml"))
     assert "medallion.bundle_root" not in sample["configuration"]  # only pipelines that read the source
     assert all("register_sources" not in json.dumps(lib) for lib in sample["libraries"])
+
+
+def _user_repository(root: Path, *, imports_framework: bool) -> Path:
+    """A pipeline repository of a user's own, outside this one: a library, a helper beside it, a package."""
+    (root / "conf").mkdir(parents=True)
+    (root / "pipelines" / "orders").mkdir(parents=True)
+    (root / "lib").mkdir()
+    (root / "lib" / "__init__.py").write_text("")
+    (root / "lib" / "common.py").write_text("def tag(df):\n    return df\n")
+    (root / "pipelines" / "orders" / "helpers.py").write_text("from lib.common import tag\n")
+    framework_line = "from framework.quality.dedup import dedup_within_watermark\n" if imports_framework else ""
+    (root / "pipelines" / "orders" / "bronze.py").write_text(
+        "import dlt\nfrom helpers import tag\n" + framework_line
+        + "@dlt.table\ndef orders():\n    return tag(spark.range(1))\n")
+    (root / "expectations").mkdir()
+    (root / "expectations" / "orders.yml").write_text("rules: []\n")
+    spec = root / "conf" / "orders.yaml"
+    spec.write_text("name: orders\nlibraries:\n  - glob: {include: pipelines/orders/bronze.py}\n"
+                    "environments:\n  prod:\n    development: false\n")
+    return spec
+
+
+def test_a_user_repository_deploys_a_bundle_that_holds_everything_it_names(tmp_path: Path) -> None:
+    from framework.deploy.checks import missing_paths, production_problems
+
+    spec_path = _user_repository(tmp_path / "repo", imports_framework=True)
+    out = tmp_path / "out"
+    write_deployment(load_spec(spec_path), out, load_spec(spec_path, env="prod"))
+    bundle = yaml.safe_load((out / "databricks.yml").read_text())
+    if SCHEMA.exists():
+        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    assert missing_paths(bundle, out) == [] and production_problems(bundle) == []
+    library = bundle["resources"]["pipelines"]["orders"]["libraries"][0]["file"]["path"]
+    assert library == "${workspace.file_path}/pipelines/orders/bronze.py"
+    for copied in ("pipelines/orders/bronze.py", "pipelines/orders/helpers.py", "lib/common.py",
+                   "expectations/orders.yml", "framework/__init__.py", "framework/quality/dedup.py"):
+        assert (out / copied).is_file(), copied
+    assert not list(out.rglob("__pycache__"))
+    assert set(bundle["sync"]["include"]) >= {"framework/**", "lib/**", "pipelines/orders/helpers.py"}
+    prod = bundle["targets"]["prod"]
+    assert prod["resources"]["pipelines"]["orders"]["development"] is False
+    assert prod["workspace"]["root_path"].startswith("/Workspace/Users/")
+
+
+def test_a_pipeline_that_does_not_import_the_framework_deploys_without_it(tmp_path: Path) -> None:
+    spec_path = _user_repository(tmp_path / "repo", imports_framework=False)
+    out = tmp_path / "out"
+    write_deployment(load_spec(spec_path), out)  # no prod environment given: prod still deploys non-development
+    bundle = yaml.safe_load((out / "databricks.yml").read_text())
+    assert not (out / "framework").exists() and "framework/**" not in bundle["sync"]["include"]
+    assert bundle["targets"]["prod"]["resources"]["pipelines"]["orders"]["development"] is False
+
+
+def test_the_bundle_checks_refuse_what_the_databricks_cli_refuses(tmp_path: Path) -> None:
+    from framework.deploy.checks import missing_paths, production_problems
+
+    (tmp_path / "pipelines").mkdir()
+    (tmp_path / "pipelines" / "a.py").write_text("")
+    bundle = {"sync": {"include": ["pipelines/**"]},
+              "resources": {"pipelines": {"p": {"development": True, "libraries": [
+                  {"file": {"path": "${workspace.file_path}/pipelines/a.py"}},
+                  {"file": {"path": "${workspace.file_path}/pipelines/gone.py"}},
+                  {"notebook": {"path": "${workspace.file_path}/framework/deploy/register_sources.py"}}]}}},
+              "targets": {"prod": {"mode": "production"}}}
+    assert missing_paths(bundle, tmp_path) == ["pipelines/gone.py", "framework/deploy/register_sources.py"]
+    problems = production_problems(bundle)
+    assert len(problems) == 2 and "development: true" in problems[0] and "root_path" in problems[1]
