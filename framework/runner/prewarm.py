@@ -7,20 +7,43 @@ per streaming table and per update, on the update's critical path. The newest sn
 wrote is the one the next update starts from, as long as nothing else writes the table. ``medallion serve``
 computes that state once it has answered a command (:func:`warm_written`), so the next update finds it done; an
 in-process run never calls it, and a table written meanwhile only costs its next writer what it costs today.
+
+The state is computed by Spark jobs tagged :data:`WARMING_TAG`: a command that arrives meanwhile cancels them
+(:func:`cancel_warming`, called by the server as it accepts the command) instead of waiting for them, since one
+large table's state can take seconds (7-36 s were seen between commands), and a cancelled computation leaves
+the table for its next writer to read as usual.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+WARMING_TAG = "medallion-prewarm"
 _written: list[str] = []
 _lock = threading.Lock()
+
+
+@contextmanager
+def warming_jobs(spark: SparkSession) -> Iterator[None]:
+    """Tag the Spark jobs this thread starts inside the block with :data:`WARMING_TAG`."""
+    context = spark.sparkContext
+    context.addJobTag(WARMING_TAG)
+    try:
+        yield
+    finally:
+        context.removeJobTag(WARMING_TAG)
+
+
+def cancel_warming(spark: SparkSession) -> None:
+    """Cancel the running warming jobs, if any (safe from any thread): a command is waiting."""
+    with suppress(Exception):
+        spark.sparkContext.cancelJobsWithTag(WARMING_TAG)
 
 
 def note_written(paths: Iterable[str]) -> None:
@@ -42,7 +65,7 @@ def warm_written(spark: SparkSession, should_stop: Callable[[], bool] = lambda: 
             if not _written:
                 break
             path = _written.pop(0)
-        with suppress(Exception):
+        with suppress(Exception), warming_jobs(spark):
             log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
             log.update(False, none, none).transactions()
         done += 1

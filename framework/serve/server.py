@@ -248,6 +248,10 @@ class Server:
         conn.settimeout(None)
         job.sender.send(Kind.ACCEPTED)
         self.jobs.put(job)
+        if self.spark is not None:  # the next update's state, computed meanwhile, must not make it wait
+            from framework.runner.prewarm import cancel_warming
+
+            cancel_warming(self.spark)
         return job
 
     def _on_client(self, job: _Job, selector: selectors.BaseSelector) -> None:

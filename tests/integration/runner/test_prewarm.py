@@ -40,3 +40,36 @@ def test_a_waiting_command_stops_the_warm_up(spark: SparkSession, tmp_path: Path
     assert prewarm.warm_written(spark, should_stop=lambda: True) == 0
     prewarm.note_written([str(tmp_path / "c")])  # an update's tables replace the earlier ones
     assert prewarm.warm_written(spark) == 1 and prewarm.warm_written(spark) == 0
+
+
+def test_a_command_that_arrives_cancels_the_warming_jobs_it_would_wait_for(spark: SparkSession) -> None:
+    import threading
+    import time
+
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    def slow(rows):
+        time.sleep(60)
+        yield from rows
+
+    finished: list[float] = []
+
+    def warm() -> None:
+        started = time.monotonic()
+        try:
+            with prewarm.warming_jobs(spark):
+                spark.sparkContext.parallelize([1], 1).mapPartitions(slow).collect()
+        except (Py4JJavaError, PySparkException):
+            pass  # cancelled: what the server's warm-up suppresses
+        finished.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=warm)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not spark.sparkContext.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    prewarm.cancel_warming(spark)  # what the server does as it accepts a command
+    thread.join(timeout=30)
+    assert finished and finished[0] < 30  # the 60 s job was cancelled, not waited for
+    assert spark.range(3).count() == 3  # this thread's next jobs carry no warming tag: not cancelled
