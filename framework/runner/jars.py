@@ -2,12 +2,14 @@
 into the project-local cache, and build the framework's own small jar from ``jvm/src``; later runs are offline.
 
 Run as ``python -m framework.runner.jars fetch``. Uses Maven (``mvn dependency:copy``) with its default
-repository and ``javac`` against pyspark's jars; a no-op taking milliseconds when everything is in place.
+repository and ``javac`` against pyspark's jars and the fetched ones; a no-op taking milliseconds when everything
+is in place.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -81,7 +83,8 @@ def framework_jar(settings: LocalSparkSettings, sources: Path = JVM_SOURCES) -> 
 
 
 def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Path = JVM_SOURCES) -> Path | None:
-    """Compile ``jvm/src`` against pyspark's jars into the jar cache (once per version of the sources).
+    """Compile ``jvm/src`` against pyspark's jars and the fetched ones (Delta's) into the jar cache (once per
+    version of the sources).
 
     Returns the jar, or None when there is nothing to build or no ``javac`` (a JRE only): the framework then
     runs without it, on Hadoop's stock local file system (slower: it forks ``chmod`` for every file it writes).
@@ -98,7 +101,9 @@ def build_framework_jar(settings: LocalSparkSettings | None = None, sources: Pat
         return None
     import pyspark
 
-    classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
+    # pyspark's jars, and the configured ones (delta-storage: medallion.storage implements its LogStore)
+    classpath = os.pathsep.join([str(Path(pyspark.__file__).parent / "jars" / "*"),
+                                 *(str(p) for p in settings.jar_paths() if p.exists())])
     with tempfile.TemporaryDirectory() as work:
         classes = Path(work) / "classes"
         result = subprocess.run([javac, "-nowarn", "--release", "17", "-cp", classpath, "-d", str(classes),

@@ -65,6 +65,7 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     # Spark resolves file system classes before it loads `spark.jars`.
     if any(p.name.startswith(FRAMEWORK_JAR_PREFIX) for p in jars) and "spark.hadoop.fs.file.impl" not in conf:
         conf["spark.hadoop.fs.file.impl"] = "medallion.fs.NoForkLocalFileSystem"
+    log_store_fallback(conf, jars)
     # local mode's executors use the driver's class path, which this process sets when it starts the JVM
     if java is None or not is_local_master(conf.get("spark.master", "")):
         conf["spark.jars"] = ",".join([*(str(p) for p in jars), *filter(None, [conf.get("spark.jars")])])
@@ -87,6 +88,23 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     quiet_query_context_loggers()
     ship_python_modules(spark)
     return spark
+
+
+ATOMIC_LOG_STORE = "medallion.storage.AtomicLocalLogStore"  # conf/spark.yaml's, from the framework's jar
+_FILE_LOG_STORE_KEY = "spark.delta.logStore.file.impl"
+
+
+def log_store_fallback(conf: dict[str, str], jars: Sequence[Path]) -> None:
+    """Delta's ``LocalLogStore`` for ``file:`` paths instead of the framework's when the framework's jar is not on
+    the driver's class path (no ``javac``): Delta would fail on the first commit, not finding the class. Said on
+    stderr, since commits of several processes to one table are then not safe."""
+    has_jar = any(p.name.startswith(FRAMEWORK_JAR_PREFIX) for p in jars)
+    if has_jar or conf.get(_FILE_LOG_STORE_KEY) != ATOMIC_LOG_STORE:
+        return
+    conf[_FILE_LOG_STORE_KEY] = "io.delta.storage.LocalLogStore"
+    print(f"session: without the framework's jar, Delta commits to local paths use LocalLogStore instead of "
+          f"{ATOMIC_LOG_STORE}: atomic inside this process only (two processes writing one table may lose "
+          "a commit); install a JDK (javac) and run `make setup` to build the jar", file=sys.stderr)
 
 
 def _launch_jvm(conf: Mapping[str, str], java: Path, cache: Path, warm: bool) -> None:
