@@ -303,18 +303,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_report=not args.no_report,
         continuous=True if getattr(args, "continuous", False) else None,
         stop=stop,
+        stop_cancels=continuous,
         session_ends_with_update=not continuous and not session_running(),
     )
-    with _stop_on_signals(stop, spec.continuous or bool(getattr(args, "continuous", False))):
+    if continuous:  # PySpark's SparkContext installs a SIGINT handler of its own (cancel, raise): start it first
+        from framework.runner.session import get_or_create_session
+
+        get_or_create_session()
+    with _stop_on_signals(stop, continuous):
         result = run_update(spec, options)
     return 0 if result.succeeded else 1
 
 
 @contextmanager
 def _stop_on_signals(stop: threading.Event, continuous: bool) -> Iterator[None]:
-    """A continuous update: the first SIGINT or SIGTERM stops it gracefully (its queries stop, the summary and
-    the event log close with its state); a second one interrupts at once. Triggered updates keep Python's
-    default handling (Ctrl-C interrupts, exit 130)."""
+    """A continuous update: the first SIGINT or SIGTERM stops it gracefully (each batch in flight commits, its
+    queries stop, the summary and the event log close as CANCELED, exit 130); a second one interrupts at once.
+    Triggered updates keep Python's (and PySpark's) default handling (Ctrl-C interrupts, exit 130)."""
     if not continuous or threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -48,12 +48,15 @@ class QualityMetrics:
         output_rows: Rows kept (input minus dropped).
         dropped_records: Rows removed by ``drop`` expectations.
         expectations: Each expectation's counts, in declaration order.
+        rescued_records: Rows that reached the expectations with a non-NULL rescued data column; None when the
+            flow's rows were not counted for it (see :func:`apply_expectations`).
     """
 
     input_rows: int
     output_rows: int
     dropped_records: int
     expectations: tuple[ExpectationResult, ...]
+    rescued_records: int | None = None
 
     def data_quality(self) -> dict[str, Any]:
         """The ``data_quality`` object of a flow_progress event."""
@@ -83,6 +86,9 @@ def constraint_column(expectation: Expectation) -> Column:
     return passes(F.expr(raw) if isinstance(raw, str) else raw)
 
 
+RESCUED_METRIC = "rescued"
+
+
 def _metric_name(i: int) -> str:
     return f"failed_{i}"
 
@@ -94,10 +100,13 @@ def apply_expectations(
     dataset: str,
     flow: str,
     observation_name: str | None = None,
+    rescued_column: str | None = None,
 ) -> tuple[DataFrame, Any]:
     """Return (the DataFrame to write, the observation handle) for ``expectations`` on ``df``.
 
     The row count is always observed (``total``), so flows without expectations report their output rows too.
+    With ``rescued_column`` (a column of ``df``), the rows whose rescued data is not NULL are observed too
+    (``rescued``), in the same pass.
 
     For a batch DataFrame the handle is a ``pyspark.sql.Observation`` (read it with :func:`collect_metrics`
     after the write); for a streaming DataFrame it is the observation name, whose values appear in each
@@ -106,6 +115,8 @@ def apply_expectations(
     checks = [constraint_column(e) for e in expectations]
     aggregates = [F.count(F.lit(1)).alias("total")]
     aggregates += [F.sum(F.when(c, 0).otherwise(1)).alias(_metric_name(i)) for i, c in enumerate(checks)]
+    if rescued_column is not None and rescued_column in df.columns:
+        aggregates.append(F.count(F.col(f"`{rescued_column}`")).alias(RESCUED_METRIC))
     drop_checks = [c for c, e in zip(checks, expectations, strict=True) if e.action == "drop"]
     if drop_checks:
         all_drop = drop_checks[0]
@@ -153,7 +164,8 @@ def metrics_from_row(
         failed = int(values.get(_metric_name(i)) or 0)
         results.append(ExpectationResult(e.name, dataset, total - failed, failed, e.action))
     dropped = int(values.get("dropped") or 0)
-    return QualityMetrics(total, total - dropped, dropped, tuple(results))
+    rescued = int(values.get(RESCUED_METRIC) or 0) if RESCUED_METRIC in values else None
+    return QualityMetrics(total, total - dropped, dropped, tuple(results), rescued)
 
 
 def sum_observed(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:

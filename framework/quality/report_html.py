@@ -252,7 +252,8 @@ def _datasets(u: UpdateStats) -> str:
 def _rule_row(r: RuleStats) -> str:
     rate = r.failure_rate
     severe = r.action in ("drop", "fail", None)
-    cls = ("row-bad" if severe else "row-warn") if r.failed else ""
+    failed = bool(r.failed or r.violation is not None)
+    cls = ("row-bad" if severe else "row-warn") if failed else ""
     action = (
         f'<span class="tag {esc(r.action)}">{esc(r.action)}</span>'
         if r.action
@@ -260,12 +261,16 @@ def _rule_row(r: RuleStats) -> str:
     )
     constraint = f'<code class="constraint">{esc(r.constraint)}</code>' if r.constraint else ""
     description = f'<div class="desc">{esc(r.description)}</div>' if r.description else ""
-    bar_cls = "bad" if r.failed and severe else ("warn" if r.failed else "ok")
-    width = max(rate * 100, 0.8 if r.failed else 0)
+    if r.violation is not None:  # the first violating record stopped the flow; it has no counts of its own
+        description += (f'<div class="error">failed the update: the record <code>{esc(r.violation)}</code> '
+                        "violated it; nothing of that batch was written</div>")
+    failed_cell = f"≥ {_n(r.failed + 1)}" if r.violation is not None else _n(r.failed)
+    bar_cls = "bad" if failed and severe else ("warn" if failed else "ok")
+    width = max(rate * 100, 0.8 if failed else 0)
     return (
         f'<tr class="{cls}"><td><strong>{esc(r.name)}</strong>{description}{constraint}</td>'
         f"<td>{esc(r.dataset)}</td><td>{action}</td><td>{esc(r.severity or '—')}</td>"
-        f'<td class="num">{_n(r.passed)}</td><td class="num">{_n(r.failed)}</td>'
+        f'<td class="num">{_n(r.passed)}</td><td class="num">{failed_cell}</td>'
         f'<td class="rate"><div class="meter"><div class="fill {bar_cls}" style="width:{width:.2f}%"></div>'
         f"</div><span>{_pct(rate, 2)}</span></td></tr>"
     )
@@ -278,7 +283,7 @@ def _rules(u: UpdateStats) -> str:
             '<section class="card"><h2>Expectations</h2><p class="empty">No expectations ran in this update.'
             "</p></section>"
         )
-    rules.sort(key=lambda r: (-r.failure_rate, r.dataset, r.name))
+    rules.sort(key=lambda r: (r.violation is None, -r.failure_rate, r.dataset, r.name))
     return (
         '<section class="card"><h2>Expectations <span class="muted">sorted by failure rate</span></h2>'
         "<table><thead><tr><th>Rule</th><th>Dataset</th><th>Action</th><th>Severity</th>"

@@ -39,6 +39,9 @@ class RuleStats:
     severity: str | None = None
     constraint: str | None = None
     description: str | None = None
+    # an ``expect_or_fail`` rule that failed the flow: the violating record (JSON) as the FAILED event records
+    # it; the failed micro-batch has no counts (nothing of it was committed), so ``failed`` does not include it
+    violation: str | None = None
 
     @property
     def total(self) -> int:
@@ -81,8 +84,8 @@ class DatasetStats:
 
     @property
     def failing_rules(self) -> list[RuleStats]:
-        """The dataset's rules that failed at least one row."""
-        return [r for r in self.rules if r.failed]
+        """The dataset's rules that failed at least one row (counted, or a violation that failed the flow)."""
+        return [r for r in self.rules if r.failed or r.violation is not None]
 
     def to_json(self) -> dict[str, Any]:
         """The dataset as the report's JSON shows it, with its rules and ``rows_in``."""
@@ -261,6 +264,7 @@ def summarize(
                     "status": None,
                     "error": None,
                     "note": None,
+                    "violations": {},
                 },
             )
             acc["dataset"] = event.get("dataset_name") or acc["dataset"]
@@ -300,6 +304,11 @@ def _accumulate(acc: dict[str, Any], details: Mapping[str, Any], event: Mapping[
     for key, value in (details.get("metrics") or {}).items():
         if isinstance(value, int | float) and not isinstance(value, bool):
             acc["metrics"][key] = acc["metrics"].get(key, 0) + int(value)
+    violation = details.get("expectation_violation")
+    if status == "FAILED" and isinstance(violation, dict):  # an expect_or_fail rule stopped the flow
+        dataset = str(violation.get("dataset") or acc["dataset"])
+        for name in violation.get("expectations") or []:
+            acc["violations"][(dataset, str(name))] = first_line(violation.get("record")) or ""
     quality = details.get("data_quality") or {}
     acc["dropped"] += int(quality.get("dropped_records") or 0)
     for key, value in quality.items():
@@ -341,20 +350,30 @@ def _merge_flow(
         if key in metrics:
             setattr(stats, attr, (getattr(stats, attr) or 0) + metrics[key])
     for (dataset, name), (passed, failed) in acc["rules"].items():
-        rule = next((r for r in stats.rules if r.name == name and r.dataset == dataset), None)
-        if rule is None:
-            info = rule_info.get(f"{dataset}/{name}", {})
-            rule = RuleStats(
-                name,
-                dataset,
-                action=info.get("action"),
-                severity=info.get("severity"),
-                constraint=info.get("constraint"),
-                description=info.get("description"),
-            )
-            stats.rules.append(rule)
+        rule = _rule(stats, dataset, name, rule_info)
         rule.passed += passed
         rule.failed += failed
+    for (dataset, name), record in acc["violations"].items():
+        rule = _rule(stats, dataset, name, rule_info)
+        rule.action = rule.action or "fail"  # only expect_or_fail rules stop a flow
+        rule.violation = record
+
+
+def _rule(stats: DatasetStats, dataset: str, name: str, rule_info: Mapping[str, Mapping[str, Any]]) -> RuleStats:
+    """The dataset's entry for the rule, added (with what ``rule_info`` knows of it) on first sight."""
+    rule = next((r for r in stats.rules if r.name == name and r.dataset == dataset), None)
+    if rule is None:
+        info = rule_info.get(f"{dataset}/{name}", {})
+        rule = RuleStats(
+            name,
+            dataset,
+            action=info.get("action"),
+            severity=info.get("severity"),
+            constraint=info.get("constraint"),
+            description=info.get("description"),
+        )
+        stats.rules.append(rule)
+    return rule
 
 
 def _attach_quarantine(update: UpdateStats) -> None:

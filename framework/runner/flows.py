@@ -114,6 +114,15 @@ class FlowExecutor:
         with self.router.activate(self.reader):
             return call_query_function(self.flow)
 
+    def _rescued_column(self) -> str | None:
+        """The rescued data column whose non-NULL rows this flow counts: Auto Loader's default
+        ``_rescued_data``, for a flow that reads no dataset of the pipeline (where values are rescued, so that a
+        row passed on downstream is not counted again by every dataset that keeps the column)."""
+        # imported here: Auto Loader's modules load only when a flow uses them
+        from framework.autoloader.source import RESCUED_DEFAULT
+
+        return None if self.graph.inputs.get(self.key) else RESCUED_DEFAULT
+
     def _dataset_name(self) -> str:
         return self.dataset.name if self.dataset is not None else self.flow.target
 
@@ -250,7 +259,7 @@ class FlowExecutor:
         path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
-                                              flow=self.flow.name)
+                                              flow=self.flow.name, rescued_column=self._rescued_column())
         if not self._overwrite_on_driver(path, out):
             self._prepare_table(path, out)
             writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
@@ -292,7 +301,7 @@ class FlowExecutor:
         path = self.env.table_path(self.registry, self.target_key)
         created = not Path(path).exists()
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
-                                              flow=self.flow.name)
+                                              flow=self.flow.name, rescued_column=self._rescued_column())
         self._prepare_table(path, out)
         app_id = f"once-{generation_id(str(checkpoint))}"
         writer = (out.write.format("delta").mode("append").option("mergeSchema", "true")
@@ -314,7 +323,8 @@ class FlowExecutor:
         created = not Path(path).exists()
         name = observation_name(self.key)
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
-                                              flow=self.flow.name, observation_name=name)
+                                              flow=self.flow.name, observation_name=name,
+                                              rescued_column=self._rescued_column())
         self._prepare_table(path, out)
         checkpoint = self._checkpoint()
 
@@ -469,6 +479,7 @@ class FlowExecutor:
             result.num_input_rows = quality.input_rows
         result.num_output_rows = quality.output_rows
         result.dropped_records = quality.dropped_records
+        result.num_rescued_rows = quality.rescued_records
         result.expectations = list(quality.expectations)
         result.batches = batches
         for check in self.reader.views:

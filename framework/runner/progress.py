@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from typing_extensions import override
 
-from framework.errors import FlowError
+from framework.errors import ExpectationViolation, FlowError
 
 if TYPE_CHECKING:
     from framework.declarations import Flow
@@ -219,6 +219,9 @@ class EventLogListener(ProgressListener):
         details: dict[str, Any] = {"status": "FAILED"}
         if result.batches:  # micro-batches committed before the failure: counted here, and never again
             details.update(self._progress(result))
+        if isinstance(error, ExpectationViolation):  # as data, for the report: no metrics for the failed batch
+            details["expectation_violation"] = {"dataset": error.dataset, "expectations": list(error.expectations),
+                                                "record": error.record}
         self._events.emit("flow_progress", f"Flow '{flow.name}' has FAILED: {describe(error)}", level="ERROR",
                           flow_name=flow.name, dataset_name=flow.target, error=error, chain=cause_chain(error),
                           details=details)

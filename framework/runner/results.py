@@ -23,6 +23,7 @@ class FlowResult:
     num_output_rows: int | None = None
     num_upserted_rows: int | None = None
     num_deleted_rows: int | None = None
+    num_rescued_rows: int | None = None  # rows with rescued data, counted where values are rescued (ingestion)
     dropped_records: int = 0
     expectations: list[ExpectationResult] = field(default_factory=list)
     batches: int = 0
@@ -33,7 +34,7 @@ class FlowResult:
     def metrics(self) -> dict[str, Any]:
         """The ``metrics`` object of a flow_progress event: the row counts this flow knows."""
         out: dict[str, Any] = {}
-        for key in ("num_output_rows", "num_upserted_rows", "num_deleted_rows", "num_input_rows"):
+        for key in ("num_output_rows", "num_upserted_rows", "num_deleted_rows", "num_input_rows", "num_rescued_rows"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -48,7 +49,7 @@ class FlowResult:
 
     def add(self, other: FlowResult) -> None:
         """Add what ``other`` counted (another attempt of this flow, or a view read by it) to this result."""
-        for key in ("num_input_rows", "num_output_rows", "num_upserted_rows", "num_deleted_rows"):
+        for key in ("num_input_rows", "num_output_rows", "num_upserted_rows", "num_deleted_rows", "num_rescued_rows"):
             theirs = getattr(other, key)
             if theirs is not None:
                 setattr(self, key, (getattr(self, key) or 0) + theirs)

@@ -1,9 +1,11 @@
-"""The end-of-update summary: per dataset kind, rows, dropped, expectation results, time."""
+"""The end-of-update summary: per flow its target, kind, status, rows written, dropped and rescued, expectation
+results and time."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from framework.errors import PipelineError
 from framework.redaction import redact
 from framework.runner.progress import describe
 
@@ -14,12 +16,13 @@ if TYPE_CHECKING:
 
 def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
     """The summary of ``result`` as text: a line per flow, its expectations and its error, then where things are."""
-    state = "COMPLETED" if result.succeeded else "FAILED"
+    state = update_state(result)
     lines = [
         "",
         f"Update {result.update_id[:8]} of '{spec.name}': {state} in {result.seconds:.1f}s",
-        f"{'flow':30s} {'target':28s} {'kind':18s} {'status':10s} {'rows':>9s} {'dropped':>8s} {'time':>7s}",
-        "-" * 116,
+        f"{'flow':30s} {'target':28s} {'kind':18s} {'status':10s} {'rows':>9s} {'dropped':>8s} {'rescued':>8s} "
+        f"{'time':>7s}",
+        "-" * 125,
     ]
     for f in result.flows:
         rows = f.num_output_rows
@@ -29,7 +32,8 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
         if f.num_deleted_rows:
             rows_text += f" (-{f.num_deleted_rows})"
         lines.append(f"{f.flow[:30]:30s} {f.target[:28]:28s} {f.kind[:18]:18s} {f.status:10s} {rows_text:>9s} "
-                     f"{f.dropped_records if f.dropped_records else '':>8} {f.seconds:6.1f}s")
+                     f"{f.dropped_records if f.dropped_records else '':>8} "
+                     f"{f.num_rescued_rows if f.num_rescued_rows else '':>8} {f.seconds:6.1f}s")
         for e in f.expectations:
             total = e.passed_records + e.failed_records
             rate = 100.0 * e.passed_records / total if total else 100.0
@@ -38,7 +42,7 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
                          f"({rate:.1f}% pass){flag}")
         if f.error is not None:
             lines.append(f"    error: {describe(f.error)[:400]}")
-    if result.error is not None:
+    if result.error is not None and state != "CANCELED":  # the state says it; the CLI prints "interrupted"
         lines.append(f"error: {result.error}")
     lines.append("")
     lines.append(f"tables:    {spec.tables_dir}  (catalog schema '{spec.schema}')")
@@ -46,6 +50,14 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
     if result.report is not None:
         lines.append(f"report:    {result.report}")
     return "\n".join(lines)
+
+
+def update_state(result: UpdateResult) -> str:
+    """The update's final state as its event log records it: COMPLETED, FAILED, or CANCELED when it was
+    interrupted or stopped (``UPDATE_CANCELED``), failed flows or not."""
+    if isinstance(result.error, PipelineError) and result.error.code == "UPDATE_CANCELED":
+        return "CANCELED"
+    return "COMPLETED" if result.succeeded else "FAILED"
 
 
 def print_summary(spec: PipelineSpec, result: UpdateResult, out: TextIO) -> None:

@@ -58,6 +58,9 @@ class UpdateOptions:
     out: TextIO | None = None  # progress and summary (default stderr / stdout); None for default
     continuous: bool | None = None  # keep running until ``stop`` is set (None: the spec's `continuous`)
     stop: threading.Event | None = None  # set it to end a continuous update
+    # A set ``stop`` ends the update as CANCELED, as a user's stop does on Databricks (the CLI's Ctrl-C / SIGTERM),
+    # rather than COMPLETED; run_update then raises KeyboardInterrupt like an interrupted update.
+    stop_cancels: bool = False
     # The session ends with this update (`medallion run` in a process of its own): its tables are not published
     # to an in-memory local catalog that nothing could read afterwards (a persistent one still gets them).
     session_ends_with_update: bool = False
@@ -191,6 +194,8 @@ def _run_continuously(router: ReadRouter, graph: PipelineGraph, selected: set[st
     stop.set()
     if run.error is not None:
         raise UpdateError(f"a flow kept failing in continuous mode: {run.error}", code="FLOW_RETRIES_EXHAUSTED")
+    if options.stop_cancels:  # stopped gracefully by the user: every batch in flight committed, the log says so
+        raise KeyboardInterrupt
 
 
 def _full_refresh(env: UpdateEnvironment, graph: PipelineGraph, options: UpdateOptions,
