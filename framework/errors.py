@@ -308,10 +308,27 @@ class ConcurrentUpdateError(PipelineError):
     code = "UPDATE_ALREADY_RUNNING"
 
 
+def full_refresh_command(dataset: str, spec: str = "<spec>") -> str:
+    """The command that fully refreshes only ``dataset`` (its table, checkpoints and hidden state), as an error's
+    fix says it; ``--full-refresh`` takes no name (it refreshes everything)."""
+    return f"medallion run {spec} --full-refresh-select {dataset}"
+
+
 class SchemaChangeError(PipelineError):
-    """A persisted table or CDC target changed incompatibly; a full refresh is needed."""
+    """A persisted table or CDC target changed incompatibly; a full refresh is needed.
+
+    Attributes:
+        dataset: the dataset to refresh, when known; the message then ends with the command that does it.
+    """
 
     code = "INCOMPATIBLE_CHANGE_REQUIRES_FULL_REFRESH"
+
+    def __init__(self, message: str, *, dataset: str | None = None) -> None:
+        self.dataset = dataset
+        if dataset is not None:
+            message += (f" To rebuild it: `{full_refresh_command(dataset)}` (on Databricks: a full refresh of "
+                        f"'{dataset}' from the pipeline's UI or `full_refresh_selection`).")
+        super().__init__(message)
 
 
 class CdcError(PipelineError):

@@ -52,8 +52,8 @@ def check_metadata(name: str, state_path: str, wanted: dict[str, Any]) -> None:
     if changed:
         raise SchemaChangeError(
             f"CDC target '{name}' was built with different settings: {'; '.join(changed)}. Its rows and hidden "
-            f"state cannot be reinterpreted. Run a full refresh of '{name}' (e.g. `--full-refresh {name}`), "
-            "or revert the change."
+            f"state cannot be reinterpreted: revert the change, or run a full refresh of '{name}'.",
+            dataset=name,
         )
 
 

@@ -1,0 +1,34 @@
+"""Messages that tell a user what to type (issue 39): the command a message suggests is one the CLI accepts."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from framework.cdc.storage import write_metadata
+from framework.cdc.target import check_metadata, describe_spec
+from framework.cli import build_parser
+from framework.errors import SchemaChangeError
+
+
+def suggested_commands(message: str) -> list[list[str]]:
+    """The ``medallion ...`` commands quoted in backticks in ``message``, as argument lists."""
+    return [shlex.split(c)[1:] for c in re.findall(r"`(medallion [^`]+)`", message)]
+
+
+def test_an_incompatible_cdc_change_suggests_a_full_refresh_command_the_cli_accepts(tmp_path: Path) -> None:
+    write_metadata(str(tmp_path), describe_spec(("id",), "seq", 1))
+    with pytest.raises(SchemaChangeError) as caught:
+        check_metadata("dim_customers", str(tmp_path), describe_spec(("id",), "seq", 2))
+    error = caught.value
+    assert error.code == "INCOMPATIBLE_CHANGE_REQUIRES_FULL_REFRESH" and error.dataset == "dim_customers"
+    (command,) = suggested_commands(str(error))
+    args = build_parser().parse_args([part.replace("<spec>", "conf/sample.yaml") for part in command])
+    assert (args.command, args.full_refresh_select, args.full_refresh) == ("run", "dim_customers", False)
+    assert args.spec == Path("conf/sample.yaml")
+    # what the message suggested before: `--full-refresh` takes no dataset, so argparse refuses the name
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "conf/sample.yaml", "--full-refresh", "dim_customers"])
