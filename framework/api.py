@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from framework.columns import ColumnClauseError, split_column_list
 from framework.context import current_reader
 from framework.declarations import (
     ApplyChanges,
@@ -231,11 +232,23 @@ def _table_options(location: SourceLocation, *, comment: str | None = None,
         raise _fail("DECLARATION_LAYOUT_CONFLICT", location, partition_cols=parts, cluster_by=clusters)
     if schema is not None and not isinstance(schema, str) and type(schema).__name__ != "StructType":
         raise _fail("DECLARATION_SCHEMA_TYPE", location, schema_type=type(schema).__name__)
+    if isinstance(schema, str):
+        _check_column_clauses(schema, location)
     if format is not None and format.lower() != "delta":
         raise _fail("DECLARATION_FORMAT_UNSUPPORTED", location, format=format)
     return dict(comment=comment, spark_conf=_dict(spark_conf), table_properties=_dict(table_properties),
                 partition_cols=parts, cluster_by=clusters, cluster_by_auto=bool(cluster_by_auto), path=path,
                 schema=schema, private=bool(private), row_filter=row_filter, refresh_policy=refresh_policy)
+
+
+def _check_column_clauses(schema: str, location: SourceLocation) -> None:
+    """A DDL ``schema``'s generation and identity clauses read (``framework/columns.py``), and ``DEFAULT`` or
+    ``MASK`` refused, at declaration (Spark checks the rest when the update resolves the dataset)."""
+    try:
+        split_column_list(schema)
+    except ColumnClauseError as exc:
+        raise _fail("DECLARATION_SCHEMA_COLUMN", location, detail=str(exc), column=exc.column,
+                    clause=exc.clause) from None
 
 
 def _spelled(fn: Callable[..., Any], spelling: str) -> Callable[..., Any]:

@@ -111,6 +111,7 @@ DECLARATION_MESSAGES: dict[str, str] = {
     "DECLARATION_NAME_INVALID": "{kind} name must be a non-empty string, got {name!r}",
     "DECLARATION_LIST_EXPECTED": "{argument} must be a list, got the string {value!r}; write [{value!r}]",
     "DECLARATION_SCHEMA_TYPE": "schema must be a DDL string or a StructType, got {schema_type}",
+    "DECLARATION_SCHEMA_COLUMN": "schema: {detail}",
     "DECLARATION_FORMAT_UNSUPPORTED": "format={format!r} is not supported: pipeline tables are Delta tables",
     "DECLARATION_LAYOUT_CONFLICT": "partition_cols and cluster_by cannot be used together: choose one layout",
     # expectations

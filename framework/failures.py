@@ -100,8 +100,8 @@ def _walk(exc: BaseException) -> Iterator[_Link]:
         seen.add(id(current))
         java = _java_origin(current)
         yield _Link(_python_info(current), python=current, java=java)
-        if java is not None:
-            yield from _walk_java(_call(java, "getCause"))
+        if java is not None:  # a py4j error (no ``_origin``) wraps a throwable pyspark did not convert: it comes next
+            yield from _walk_java(_call(java, "getCause") if getattr(current, "_origin", None) is not None else java)
         current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
 
 

@@ -28,10 +28,11 @@ from framework.errors import SchemaChangeError
 
 
 def parse_schema(spark: SparkSession, schema: Any) -> StructType | None:
-    """A declared target schema (DDL string or ``StructType``) as a ``StructType``."""
-    if schema is None or isinstance(schema, StructType):
-        return schema
-    return spark.createDataFrame([], str(schema)).schema
+    """A declared target schema (DDL string or ``StructType``) as a ``StructType`` (generated and identity
+    columns with Delta's column metadata: ``framework/columns.py``)."""
+    from framework.columns import declared_schema
+
+    return declared_schema(spark, schema)
 
 
 def describe_spec(keys: tuple[Any, ...], sequence_by: Any, scd_type: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework.columns import computed_columns, same_columns, stored_schema, without_column_clauses
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
 from framework.delta_log import has_commit, latest_metadata
 from framework.driver_delta import NeedsSpark, set_properties
@@ -126,7 +127,7 @@ class FlowExecutor:
     def _dataset_name(self) -> str:
         return self.dataset.name if self.dataset is not None else self.flow.target
 
-    def _prepare_table(self, path: str, df: DataFrame) -> bool:
+    def _prepare_table(self, path: str, df: DataFrame, *, replace: bool = False) -> bool:
         """Create the Delta table with its declared layout before the first write when the first commit must
         already have it: clustering, a declared schema, or ``delta.*`` table properties (such as
         ``delta.enableChangeDataFeed``, which must cover the first batch). Returns True when it created the
@@ -135,16 +136,20 @@ class FlowExecutor:
         Informational properties and the comment alone do not need it: :meth:`_apply_properties` adds them
         after the first write. A table created empty costs the first write more than the creation itself:
         Delta's streaming sink and an overwrite reconstruct the state of an existing table with Spark jobs,
-        which a write that creates the table skips."""
+        which a write that creates the table skips.
+
+        ``replace``: replace an existing table's columns and layout with the declared ones (Delta's REPLACE
+        TABLE: one commit, the table's history kept), for a write that must not change the schema itself."""
         dataset = self.dataset
-        if dataset is None or Path(path).exists() or not (
+        if dataset is None or (Path(path).exists() and not replace) or not (
                 dataset.cluster_by or dataset.schema is not None
                 or any(k.lower().startswith("delta.") for k in dataset.table_properties)):
             return False
         from delta.tables import DeltaTable
 
         declared = self._declared
-        builder = DeltaTable.createIfNotExists(self.env.spark).location(path).addColumns(
+        start = DeltaTable.createOrReplace if replace else DeltaTable.createIfNotExists
+        builder = start(self.env.spark).location(path).addColumns(
             declared if declared is not None else _nullable(df.schema))
         if dataset.partition_cols:
             builder = builder.partitionedBy(*dataset.partition_cols)
@@ -196,11 +201,11 @@ class FlowExecutor:
     @functools.cached_property
     def _declared(self) -> StructType | None:
         """The dataset's ``schema`` (a DDL string or a StructType) as a StructType; None when not declared."""
-        from framework.cdc.target import parse_schema
+        from framework.columns import declared_schema
 
         schema = self.dataset.schema if self.dataset is not None else None
         try:
-            return parse_schema(self.env.spark, schema)
+            return declared_schema(self.env.spark, schema)
         except Exception as exc:
             assert self.dataset is not None
             raise PipelineError(f"dataset '{self.dataset.name}': schema {schema!r} is not a valid DDL column "
@@ -211,18 +216,22 @@ class FlowExecutor:
     def _conform(self, df: DataFrame) -> DataFrame:
         """The query's output in the declared ``schema``: the declared columns in the declared order, each cast
         to its declared type when the query's type widens safely to it (int → bigint, float → double,
-        date → timestamp). A missing or extra column, or a type that would need a lossy cast, is an error
-        (Spark's USER_SPECIFIED_AND_INFERRED_SCHEMA_NOT_COMPATIBLE): cast in the query instead."""
+        date → timestamp). A generated or identity column the query leaves out stays out: Delta's writer
+        computes it from the table's column metadata (and checks a generated value the query returns). A missing
+        or extra column, or a type that would need a lossy cast, is an error
+        (Spark's USER_SPECIFIED_AND_INFERRED_SCHEMA_NOT_COMPATIBLE): cast in the query instead. Without a
+        declared schema, the columns lose identity and generation metadata read from other tables."""
         declared = self._declared
         if declared is None:
-            return df
+            return without_column_clauses(df)
         from pyspark.sql import functions as F
 
         assert self.dataset is not None
         by_name = {f.name.lower(): f for f in df.schema.fields}
         declared_names = {f.name.lower() for f in declared.fields}
+        computed = computed_columns(declared)  # generated and identity columns: Delta computes them on write
         problems = [f"column '{f.name}' is declared but the query does not return it"
-                    for f in declared.fields if f.name.lower() not in by_name]
+                    for f in declared.fields if f.name.lower() not in by_name and f.name.lower() not in computed]
         problems += [f"the query returns column '{f.name}', which the declared schema lacks"
                      for f in df.schema.fields if f.name.lower() not in declared_names]
         columns = []
@@ -261,8 +270,15 @@ class FlowExecutor:
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, rescued_column=self._rescued_column())
         if not self._overwrite_on_driver(path, out):
-            self._prepare_table(path, out)
-            writer = out.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            writer = out.write.format("delta").mode("overwrite")
+            if self._declared is None:
+                self._prepare_table(path, out)
+                writer = writer.option("overwriteSchema", "true")
+            else:  # the overwrite keeps the declared columns (overwriteSchema would drop NOT NULL, generated
+                # and identity columns: the schema would become the rows'), so a changed declaration goes first
+                stored = stored_schema(self.env.spark, path)
+                self._prepare_table(path, out, replace=stored is not None and not same_columns(stored,
+                                                                                               self._declared))
             writer = writer.options(**self._delta_options())
             if self.dataset is not None and self.dataset.partition_cols:
                 writer = writer.partitionBy(*self.dataset.partition_cols)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
+from framework.columns import declared_schema, with_computed_columns
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow, FlowKind
 from framework.errors import GraphError, PipelineError, Problem, RuleFileError
 from framework.graph import NameResolver, PipelineGraph, Read, build_graph
@@ -124,7 +125,7 @@ class Resolver:
             with self.router.activate(reader):
                 df = call_query_function(flow)
             self.streaming[key] = bool(df.isStreaming)
-            self.stand_ins.setdefault(target, df)
+            self.stand_ins.setdefault(target, self._as_declared(target, df))
         elif flow.cdc is not None:
             self.streaming[key] = not flow.once
             source = self._stand_in_for(flow.cdc.source, streaming=not flow.once)
@@ -136,6 +137,18 @@ class Resolver:
             source = self._stand_in_for(src, streaming=False) if isinstance(src, str) else None
             if source is not None:
                 self.stand_ins.setdefault(target, target_stand_in(spark, source, flow.snapshot_cdc))
+
+    def _as_declared(self, target: str, df: DataFrame) -> DataFrame:
+        """A query's output as its table reads: with the generated columns of a declared schema, so that
+        downstream queries and expectations see them (a schema that does not parse is the flow's error)."""
+        dataset = self.registry.datasets.get(target)
+        if dataset is None or dataset.schema is None:
+            return df
+        try:
+            declared = declared_schema(self.router.spark, dataset.schema)
+        except Exception:  # reported with the dataset's place when its flow runs (INVALID_SCHEMA)
+            return df
+        return with_computed_columns(df, declared)
 
     def _stand_in_for(self, name: str, streaming: bool) -> DataFrame | None:
         internal = self.names.internal(name)
@@ -228,7 +241,7 @@ class ResolveReader(FlowReader):
         spark = self.env.spark
         if df is None:
             if dataset.schema is not None:
-                return empty_frame(spark, dataset.schema)
+                return empty_frame(spark, declared_schema(spark, dataset.schema))
             raise _Unresolvable(key)
         if df.isStreaming and not streaming:
             return empty_frame(spark, df.schema)
