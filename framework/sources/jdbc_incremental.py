@@ -9,13 +9,19 @@ options, schema, SQL and offsets; see :mod:`framework.sources`), and this source
 
 Streaming contract (``DataSourceStreamReader``):
 
-- the offset is ``{"watermark": <the column's text>, "nullRows": <rows without a watermark>}``; the first
-  start is ``startingWatermark`` (None: everything);
+- the offset is ``{"watermark": <the column's text>, "nullRows": <rows without a watermark>}``, plus
+  ``"inFlight": [{"after": <watermark or null>, "xids": [<64-bit ids>]}]`` when transactions were in flight
+  at the offset query (absent otherwise, and in offsets written before it existed); the first start is
+  ``startingWatermark`` (None: everything);
 - ``latestOffset`` asks the database for the greatest watermark above the start (with ``maxRowsPerBatch``,
   the watermark of that many rows above it; rows sharing the end's value all come in, so a batch end never
-  splits equal values) and returns the start unchanged when there is nothing new, so no empty batch runs;
-- a batch reads ``start - lookback < column <= end``, in ``numPartitions`` ranges, with the predicate in the
-  SQL sent to the database; NULL watermarks never satisfy it;
+  splits equal values) and, in the same statement, for the transactions in flight; it returns the start
+  unchanged when there is nothing new and none of the start's transactions ended, so no empty batch runs;
+- a batch reads ``start - lookback < column <= end`` without the rows of transactions in flight at ``end``,
+  in ``numPartitions`` ranges, plus the rows of transactions in flight at ``start`` that ended since: no row
+  of a transaction that commits late is skipped or read twice (the rule and its argument:
+  :mod:`framework.sources.inflight`); the predicates are in the SQL sent to the database; NULL watermarks
+  never satisfy them;
 - Spark's checkpoint records each batch's offsets before the batch runs and its commit after the sink wrote
   it, so a batch interrupted (a failure, kill -9) is read again with the same bounds: exactly once into a
   Delta sink (with ``lookback``, rows of the lookback window come again on purpose: APPLY CHANGES or a dedup
@@ -40,8 +46,9 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from framework.errors import Problem
-from framework.sources import pgclient
+from framework.sources import inflight, pgclient
 from framework.sources.errors import SourceOptionsError, SourceQueryError
+from framework.sources.inflight import InFlight
 from framework.sources.options import PYTHON_SOURCE_NAME, SOURCE_NAME, JdbcIncrementalOptions, parse_options
 from framework.sources.pgtypes import Column, ddl, literal, watermark_kind
 
@@ -58,6 +65,7 @@ class SourcePlan:
     columns: list[Column]
     watermark: Column
     starting_watermark: str | None  # normalised by the database (its own text of the value)
+    tracks_transactions: bool = False  # rows have an xmin: transactions in flight are tracked (inflight.py)
 
     @property
     def schema_ddl(self) -> str:
@@ -93,7 +101,7 @@ def plan_read(options: Mapping[str, str]) -> SourcePlan:
     start = None
     if opts.starting_watermark is not None:
         start = _normalised(opts, watermark, opts.starting_watermark)
-    return SourcePlan(opts, columns, watermark, start)
+    return SourcePlan(opts, columns, watermark, start, pgclient.tracks_transactions(opts))
 
 
 def _normalised(opts: JdbcIncrementalOptions, column: Column, value: str) -> str:
@@ -143,12 +151,35 @@ class RangePartition(InputPartition):
         self.sql = sql
 
 
-def _offset(watermark: str | None, null_rows: int) -> dict[str, Any]:
-    return {"watermark": watermark, "nullRows": null_rows}
+def _offset(watermark: str | None, null_rows: int, groups: Sequence[InFlight] = ()) -> dict[str, Any]:
+    offset: dict[str, Any] = {"watermark": watermark, "nullRows": null_rows}
+    if groups:  # absent when none: offsets read as before, and those written before still read
+        offset["inFlight"] = [g.to_json() for g in groups]
+    return offset
 
 
-def range_partitions(plan: SourcePlan, start: str | None, end: str) -> list[RangePartition]:
-    """The partitions of a batch ``(start - lookback, end]``, split into ``numPartitions`` ranges."""
+def batch_partitions(plan: SourcePlan, start: dict[str, Any], end: dict[str, Any]) -> list[RangePartition]:
+    """A batch ``start -> end``: the ranges of ``(start - lookback, end]`` without the rows of transactions in
+    flight at ``end``, and one more for the rows of those in flight at ``start`` that ended since (see
+    :mod:`framework.sources.inflight`)."""
+    before, after = start.get("watermark"), end.get("watermark")
+    out: list[RangePartition] = []
+    if after is not None and before != after:
+        out = range_partitions(plan, before, str(after), inflight.excluded(inflight.from_offset(end)))
+    gone = inflight.ended(inflight.from_offset(start), inflight.from_offset(end))
+    if gone and before is not None:
+        opts, column = plan.options, plan.watermark
+        upper = pgclient.lowered(before, column, opts.lookback, opts.lookback_is_interval)
+        floors = [None if g.after is None else pgclient.typed(g.after, column) for g in gone]
+        condition = inflight.ended_condition(gone, column.quoted, floors, upper)
+        out.append(RangePartition(pgclient.rows_sql(opts.relation, plan.columns, condition)))
+    return out
+
+
+def range_partitions(plan: SourcePlan, start: str | None, end: str,
+                     excluded: str | None = None) -> list[RangePartition]:
+    """The partitions of a batch ``(start - lookback, end]``, split into ``numPartitions`` ranges, without the
+    rows ``excluded`` names."""
     opts, column = plan.options, plan.watermark
     lower = None if start is None else pgclient.lowered(start, column, opts.lookback, opts.lookback_is_interval)
     upper = pgclient.typed(end, column)
@@ -157,7 +188,7 @@ def range_partitions(plan: SourcePlan, start: str | None, end: str) -> list[Rang
         points = _split_points(plan, lower, upper)
         bounds += [pgclient.typed(p, column) for p in points]
     bounds.append(upper)
-    return [RangePartition(pgclient.range_sql(opts.relation, plan.columns, column, lo, hi))
+    return [RangePartition(pgclient.range_sql(opts.relation, plan.columns, column, lo, hi, excluded))
             for lo, hi in pairwise(bounds) if hi is not None]
 
 
@@ -206,23 +237,33 @@ class JdbcIncrementalStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         self._capped = True
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        """The next batch's end, or ``start`` when nothing is new (see the module docstring)."""
-        if self._capped and self._target is None:
-            return start
+        """The next batch's end, or ``start`` when nothing is new: no value above its watermark and none of
+        its transactions in flight ended (see the module docstring and :mod:`framework.sources.inflight`)."""
         opts, column = self.plan.options, self.plan.watermark
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        sql = pgclient.max_watermark_sql(opts.relation, column, start.get("watermark"), self._target, max_rows)
-        end = pgclient.scalar(opts, sql)
+        groups = inflight.from_offset(start)
+        reached = self._capped and (self._target is None or self._target == start.get("watermark"))
+        if reached and not groups:
+            return start  # read up to the cap, nothing left in flight: no query
+        bound = None
+        if not reached:
+            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            bound = pgclient.max_watermark_sql(opts.relation, column, start.get("watermark"), self._target, max_rows)
+        if not self.plan.tracks_transactions:
+            end = None if bound is None else pgclient.scalar(opts, bound)
+            now: list[int] = []
+        else:  # the end and the transactions in flight, from one statement's snapshot
+            end, snapshot, running = pgclient.first_row(opts, pgclient.offset_sql(bound)) or (None, "0:0:", None)
+            now = inflight.in_flight(str(snapshot), running)
         if end is None:
-            return start
+            if not inflight.ended(groups, [InFlight(None, tuple(now))]):
+                return start
+            end = start.get("watermark")
         nulls = pgclient.scalar(opts, pgclient.null_count_sql(opts.relation, column))
-        return _offset(str(end), int(nulls or 0))
+        return _offset(str(end), int(nulls or 0), inflight.carried(groups, start.get("watermark"), now))
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """The ranges of ``(start - lookback, end]``."""
-        if end.get("watermark") is None or start.get("watermark") == end.get("watermark"):
-            return []
-        return range_partitions(self.plan, start.get("watermark"), str(end["watermark"]))
+        """The ranges of ``(start - lookback, end]`` and the rows of transactions that ended."""
+        return batch_partitions(self.plan, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """One range, read in a Python worker."""

@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from framework.sources.errors import DatabaseSourceError, SourceConnectionError, SourceQueryError, scrub
+from framework.sources.inflight import TRACKED_RELKINDS
 from framework.sources.pgtypes import Column, literal, quote_ident, spark_type
 
 if TYPE_CHECKING:
@@ -86,10 +87,26 @@ def describe(opts: JdbcIncrementalOptions) -> list[Column]:
 
 def scalar(opts: JdbcIncrementalOptions, sql: str) -> Any:
     """The first column of the first row of ``sql`` (None when there is no row)."""
+    row = first_row(opts, sql)
+    return None if row is None else row[0]
+
+
+def first_row(opts: JdbcIncrementalOptions, sql: str) -> tuple[Any, ...] | None:
+    """The first row of ``sql`` (None when there is none), run in a statement of its own (autocommit)."""
     with connection(opts) as conn, conn.cursor() as cur:
         cur.execute(sql)
         row = cur.fetchone()
-    return None if row is None else row[0]
+    return None if row is None else tuple(row)
+
+
+def tracks_transactions(opts: JdbcIncrementalOptions) -> bool:
+    """Whether the relation's rows have an ``xmin`` to compare with the transactions in flight: a table or a
+    partitioned table named by ``dbtable`` (a ``query``, a view or a foreign table has none)."""
+    if opts.relation.startswith("("):
+        return False
+    kind = scalar(opts, f"SELECT c.relkind::text FROM pg_catalog.pg_class c WHERE c.oid = CAST({literal(opts.relation)} "
+                        "AS regclass)")
+    return kind in TRACKED_RELKINDS
 
 
 def read_batches(opts: JdbcIncrementalOptions, sql: str, schema: pa.Schema,
@@ -187,18 +204,36 @@ def max_watermark_sql(relation: str, column: Column, lower: str | None, upper: s
             f"OFFSET {max_rows - 1} LIMIT 1) AS o), (SELECT max({col})::text FROM {relation} WHERE {cond}))")
 
 
+def offset_sql(bound_sql: str | None) -> str:
+    """``bound_sql``'s value (a batch's end; NULL when None) with, from the same statement's snapshot, the
+    transactions in flight: ``pg_current_snapshot()``, and the ids from its ``xmin`` to the next one to be
+    assigned (``xmax + age(xmax)``) found in progress (see :mod:`framework.sources.inflight`)."""
+    bound = "NULL" if bound_sql is None else f"({bound_sql})"
+    xmax = "pg_snapshot_xmax(s)::text::bigint"
+    return (f"SELECT {bound}, s::text, (SELECT string_agg(x::text, ',') FROM generate_series("
+            f"pg_snapshot_xmin(s)::text::bigint, {xmax} + age(CAST(({xmax} % 4294967296)::text AS xid)) - 1) AS x "
+            "WHERE pg_xact_status(x::text::xid8) = 'in progress') FROM (SELECT pg_current_snapshot() AS s) AS snap")
+
+
 def null_count_sql(relation: str, column: Column) -> str:
     """How many rows have no watermark (never read: reported in the offsets)."""
     return f"SELECT count(*) FROM {relation} WHERE {column.quoted} IS NULL"
 
 
-def range_sql(relation: str, columns: list[Column], column: Column, lower: str | None, upper: str) -> str:
-    """The read of one range: ``lower < column <= upper`` (no lower bound: everything up to ``upper``)."""
+def range_sql(relation: str, columns: list[Column], column: Column, lower: str | None, upper: str,
+              excluded: str | None = None) -> str:
+    """The read of one range: ``lower < column <= upper`` (no lower bound: everything up to ``upper``), less
+    the rows ``excluded`` names (those of transactions in flight)."""
     col = column.quoted
     cond = f"{col} <= {upper}" if lower is None else f"{col} > {lower} AND {col} <= {upper}"
+    if excluded:
+        cond += f" AND {excluded}"
     return f"SELECT {select_list(columns)} FROM {relation} WHERE {cond}"
 
 
+def rows_sql(relation: str, columns: list[Column], condition: str) -> str:
+    """The read of the rows ``condition`` selects (those of transactions that ended since the last offset)."""
+    return f"SELECT {select_list(columns)} FROM {relation} WHERE {condition}"
 
 
 def split_points_sql(relation: str, column: Column, lower: str | None, upper: str, parts: int) -> str:

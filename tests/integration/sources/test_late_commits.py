@@ -1,0 +1,141 @@
+"""Transactions that commit in another order than they took their watermark values, against the real
+PostgreSQL with two connections, for both implementations of ``jdbc_incremental``: every row is loaded once,
+also when a batch is run again from its checkpoint (what a kill -9 between the write and the commit leaves),
+without a ``lookback`` (framework/sources/inflight.py has the rule and its argument).
+
+PostgreSQL facts these tests rest on (checked on the server they run against): a row's ``xmin`` is the id of the
+(sub)transaction that wrote it; ``pg_current_snapshot()`` lists only top-level ids in progress, and not one
+at or above its ``xmax`` even while it runs (a transaction whose id is above the last completed one);
+``pg_locks`` shows every running (sub)transaction's lock on its own id; an identity default is taken when the
+row is inserted, ``now()`` when the transaction starts."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from framework.sources import PYTHON_SOURCE_NAME, SOURCE_NAME, register_python_source
+from framework.sources.state import read_offsets
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from framework.testing.postgres import PostgresDatabase
+
+pytestmark = pytest.mark.spark
+
+TABLE = (
+    "CREATE TABLE items (seq bigint GENERATED ALWAYS AS IDENTITY, name text, "
+    "at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+@pytest.fixture(autouse=True)
+def _python_source(spark: SparkSession) -> None:
+    register_python_source(spark)
+
+
+def _run(spark: SparkSession, db: PostgresDatabase, source: str, out: Path, column: str) -> None:
+    """One available-now run; each batch's rows go to ``out/batches/<batch id>/<attempt>`` (a batch run again
+    from its checkpoint writes a second attempt)."""
+
+    def write(df: DataFrame, batch: int) -> None:
+        df.write.parquet(str(out / "batches" / str(batch) / uuid.uuid4().hex))
+
+    query = (
+        spark.readStream.format(source)
+        .options(**db.options)
+        .option("dbtable", "public.items")
+        .option("watermarkColumn", column)
+        .load()
+        .writeStream.foreachBatch(write)
+        .option("checkpointLocation", str(out / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+
+def _attempts(spark: SparkSession, out: Path) -> dict[int, list[list[str]]]:
+    """The names read by each attempt of each batch, in the order of the batches."""
+    found: dict[int, list[list[str]]] = {}
+    folders = out / "batches"
+    for batch in (
+        sorted((p for p in folders.iterdir()), key=lambda p: int(p.name)) if folders.is_dir() else []
+    ):
+        attempts = sorted(batch.iterdir(), key=lambda p: p.stat().st_mtime)
+        found[int(batch.name)] = [
+            sorted(r.name for r in spark.read.parquet(str(a)).collect()) for a in attempts
+        ]
+    return found
+
+
+def _loaded(attempts: dict[int, list[list[str]]]) -> list[str]:
+    """Every row the sink kept: the last attempt of each batch (Spark commits that one)."""
+    return sorted(name for runs in attempts.values() for name in runs[-1])
+
+
+def _late_transaction(db: PostgresDatabase) -> Any:
+    """Transaction A: a row, a row in a subtransaction, left open; then B inserts and commits after it."""
+    a = db.connect()
+    cur = a.cursor()
+    cur.execute("INSERT INTO items (name) VALUES ('a1')")  # seq 4, at = A's start
+    cur.execute("SAVEPOINT s")
+    cur.execute("INSERT INTO items (name) VALUES ('a2')")  # seq 5, written by a subtransaction
+    cur.execute("RELEASE SAVEPOINT s")
+    time.sleep(0.01)  # B's now() later than A's
+    db.execute("INSERT INTO items (name) VALUES ('b')")  # seq 6, committed first
+    return a
+
+
+@pytest.mark.parametrize("column", ["seq", "at"])
+@pytest.mark.parametrize("source", [SOURCE_NAME, PYTHON_SOURCE_NAME])
+def test_a_transaction_that_commits_late_is_loaded_once(
+    spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path, source: str, column: str
+) -> None:
+    db = postgres_db
+    db.execute(TABLE, "INSERT INTO items (name) VALUES ('x1'), ('x2'), ('x3')")
+    a = _late_transaction(db)
+    try:
+        _run(spark, db, source, tmp_path, column)  # reads up to b, A still open
+        first = read_offsets(tmp_path / "checkpoint" / "offsets" / "0")[0]
+        a.commit()
+    finally:
+        a.close()
+    assert _loaded(_attempts(spark, tmp_path)) == ["b", "x1", "x2", "x3"]
+    assert first["inFlight"] and first["inFlight"][0]["after"] is None  # A's ids, rows anywhere below
+    _run(spark, db, source, tmp_path, column)  # A committed: its two rows, nothing else
+    assert _attempts(spark, tmp_path)[1] == [["a1", "a2"]]
+    assert "inFlight" not in read_offsets(tmp_path / "checkpoint" / "offsets" / "1")[0]
+    _run(spark, db, source, tmp_path, column)  # nothing new: no batch
+    assert sorted(_attempts(spark, tmp_path)) == [0, 1]
+    db.execute("INSERT INTO items (name) VALUES ('c')")
+    _run(spark, db, source, tmp_path, column)
+    assert _loaded(_attempts(spark, tmp_path)) == ["a1", "a2", "b", "c", "x1", "x2", "x3"]
+
+
+@pytest.mark.parametrize("column", ["seq", "at"])
+@pytest.mark.parametrize("source", [SOURCE_NAME, PYTHON_SOURCE_NAME])
+def test_a_batch_run_again_after_the_late_commit_reads_the_same_rows(
+    spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path, source: str, column: str
+) -> None:
+    db = postgres_db
+    db.execute(TABLE, "INSERT INTO items (name) VALUES ('x1')")
+    _run(spark, db, source, tmp_path, column)  # batch 0: x1, nothing in flight
+    a = _late_transaction(db)
+    try:
+        _run(spark, db, source, tmp_path, column)  # batch 1: b, A in flight
+        (tmp_path / "checkpoint" / "commits" / "1").unlink()  # as if killed before the commit
+        a.commit()
+    finally:
+        a.close()
+    assert read_offsets(tmp_path / "checkpoint" / "offsets" / "1")[0]["inFlight"][0]["after"] is not None
+    _run(spark, db, source, tmp_path, column)  # batch 1 again (same offsets, same rows), then A's rows
+    attempts = _attempts(spark, tmp_path)
+    assert attempts[1] == [["b"], ["b"]]
+    assert attempts[2] == [["a1", "a2"]]
+    assert _loaded(attempts) == ["a1", "a2", "b", "x1"]
