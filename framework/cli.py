@@ -218,15 +218,37 @@ def _cluster_setup(args: argparse.Namespace, folders: list[Path]) -> None:
 
 
 def _static_graph(args: argparse.Namespace) -> Any:
+    """The graph from the source code alone (no Spark), with every problem at once: the graph's, the syntax
+    mistakes SQL queries show, and reads of tables neither the pipeline nor the spec's ``tables:`` define."""
+    from framework.errors import GraphError
     from framework.graph import build_graph
     from framework.loader import load_pipeline
-    from framework.static_reads import static_reads
+    from framework.static_reads import sql_syntax_problems, static_reads, unknown_tables
 
     spec = _spec(args)
     loaded = load_pipeline(spec)
     reads, streaming = static_reads(loaded.registry)
-    return spec, build_graph(loaded.registry, reads, streaming, schema=spec.schema, catalog=spec.catalog,
-                             layer_rules=spec.layers)
+    problems = sql_syntax_problems(loaded.registry)
+    if not _persistent_catalog(spec):  # else a table may be in the catalog, which only a session can see
+        problems += unknown_tables(loaded.registry, reads, [t.name for t in spec.tables], schema=spec.schema,
+                                   catalog=spec.catalog)
+    try:
+        graph = build_graph(loaded.registry, reads, streaming, schema=spec.schema, catalog=spec.catalog,
+                            layer_rules=spec.layers)
+    except GraphError as exc:
+        raise GraphError([*problems, *exc.problems]) from None
+    if problems:
+        raise GraphError(problems)
+    return spec, graph
+
+
+def _persistent_catalog(spec: Any) -> bool:
+    """Whether sessions keep a catalog between runs (a Hive metastore set in conf/spark.yaml or the spec)."""
+    from framework.settings import load_local_settings
+
+    key = "spark.sql.catalogImplementation"
+    values = (spec.spark_conf.get(key), load_local_settings().spark_conf.get(key))
+    return any(str(v).lower() == "hive" for v in values if v is not None)
 
 
 def _graph(args: argparse.Namespace) -> Any:
