@@ -5,8 +5,6 @@ configuration is served by ``spark.conf.get``, and ``format("cloudFiles")`` is A
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from framework.sqlcompat import translate_databricks_sql
@@ -14,7 +12,6 @@ from framework.sqlcompat import translate_databricks_sql
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from framework.paths import PathMapper
     from framework.runner.reads import ReadRouter
 
 _PATH_OPTIONS = {"path", "cloudfiles.schemalocation", "cloudfiles.cleansource.movedestination", "badrecordspath",
@@ -252,33 +249,3 @@ def _relations(spark: SparkSession, query: str) -> list[str]:
         return names
     except Exception:
         return ["?"]
-
-
-@contextmanager
-def mapped_writer_paths(mapper: PathMapper) -> Iterator[None]:
-    """Map Databricks paths given to DataFrame writers (``df.write.save("dbfs:/...")``, ``.json/.csv/...``,
-    ``writeStream.start(path)``) while pipeline code runs, as readers and ``dbutils.fs`` already do."""
-    from pyspark.sql.readwriter import DataFrameWriter
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
-
-    patched: list[tuple[type, str, Any]] = []
-
-    def wrap(cls: type, name: str) -> None:
-        original = getattr(cls, name)
-
-        def method(self: Any, path: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(path, str):
-                path = mapper.map(path)
-            return original(self, path, *args, **kwargs)
-
-        patched.append((cls, name, original))
-        setattr(cls, name, method)
-
-    for name in ("save", "json", "csv", "parquet", "text", "orc"):
-        wrap(DataFrameWriter, name)
-    wrap(DataStreamWriter, "start")
-    try:
-        yield
-    finally:
-        for cls, name, original in reversed(patched):
-            setattr(cls, name, original)

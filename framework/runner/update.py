@@ -26,9 +26,10 @@ from framework.runner.catalog import CatalogPublisher, PublishedTable
 from framework.runner.environment import UpdateEnvironment
 from framework.runner.execute import Execution, flow_events
 from framework.runner.lock import update_lock
+from framework.runner.mapped_paths import mapped_paths
 from framework.runner.prewarm import note_written
 from framework.runner.progress import ConsoleListener, EventLogListener, Listeners, ProgressListener
-from framework.runner.proxy import SessionProxy, mapped_writer_paths
+from framework.runner.proxy import SessionProxy
 from framework.runner.reads import ReadRouter
 from framework.runner.refresh import clear_dataset, refresh_targets, select_flows
 from framework.runner.resolve import Resolution, Resolver
@@ -141,7 +142,7 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
     dbutils = LocalDbutils(env.mapper, spec.configuration, spec.root / ".secrets.env")
     loaded = load_pipeline(spec, spark=proxy, dbutils=dbutils)
     events.hooks.extend(h.function for h in loaded.registry.event_hooks)
-    with pipeline_environment(proxy, dbutils), mapped_writer_paths(env.mapper):
+    with pipeline_environment(proxy, dbutils), mapped_paths(env.mapper):
         resolution = Resolver(router, loaded.registry).resolve()
         graph = resolution.graph
         result.kinds = {k: v.value for k, v in graph.kinds.items()}
