@@ -65,6 +65,9 @@ def describe_offset(offset: Any, checkpoint: Path, index: int) -> tuple[str, str
     if isinstance(offset, dict) and "watermark" in offset:
         nulls = int(offset.get("nullRows") or 0)
         extra = f", {nulls} row(s) without a watermark not read" if nulls else ""
+        waiting = sum(len(g.get("xids") or []) for g in offset.get("inFlight") or [])
+        if waiting:
+            extra += f", {waiting} transaction(s) in flight at the last read, their rows read when they end"
         return "jdbc_incremental", f"watermark {offset['watermark']!r}{extra}"
     if isinstance(offset, dict) and "reservoirVersion" in offset:
         return "delta", f"Delta version {offset['reservoirVersion']} (index {offset.get('index')})"

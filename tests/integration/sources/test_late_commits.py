@@ -139,3 +139,25 @@ def test_a_batch_run_again_after_the_late_commit_reads_the_same_rows(
     assert attempts[1] == [["b"], ["b"]]
     assert attempts[2] == [["a1", "a2"]]
     assert _loaded(attempts) == ["a1", "a2", "b", "x1"]
+
+
+@pytest.mark.parametrize(
+    ("first", "then"), [(PYTHON_SOURCE_NAME, SOURCE_NAME), (SOURCE_NAME, PYTHON_SOURCE_NAME)]
+)
+def test_a_checkpoint_with_transactions_in_flight_resumes_in_the_other_twin(
+    spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path, first: str, then: str
+) -> None:
+    db = postgres_db
+    db.execute(TABLE, "INSERT INTO items (name) VALUES ('x1')")
+    a = _late_transaction(db)
+    try:
+        _run(spark, db, first, tmp_path, "seq")
+        a.commit()
+    finally:
+        a.close()
+    _run(spark, db, then, tmp_path, "seq")
+    attempts = _attempts(spark, tmp_path)
+    assert attempts == {0: [["b", "x1"]], 1: [["a1", "a2"]]}
+    offsets = [read_offsets(tmp_path / "checkpoint" / "offsets" / str(n))[0] for n in (0, 1)]
+    assert offsets[0]["watermark"] == offsets[1]["watermark"] == "4"  # batch 1: only the rows that ended
+    assert offsets[0]["inFlight"] and "inFlight" not in offsets[1]

@@ -38,6 +38,48 @@ final class Pg {
     }
   }
 
+  /** The columns of the first row of {@code sql} as text (null when there is no row). */
+  static String[] row(Connection conn, IncrementalOptions options, String sql) {
+    try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+      if (!rs.next()) {
+        return null;
+      }
+      String[] out = new String[rs.getMetaData().getColumnCount()];
+      for (int i = 0; i < out.length; i++) {
+        out[i] = rs.getString(i + 1);
+      }
+      return out;
+    } catch (SQLException e) {
+      throw SourceException.of(e, "query " + options.shortRelation(), options);
+    }
+  }
+
+  /**
+   * Whether the relation's rows have an {@code xmin} to compare with the transactions in flight: a table or a
+   * partitioned table named by {@code dbtable} (a query, a view or a foreign table has none).
+   */
+  static boolean tracksTransactions(Connection conn, IncrementalOptions options) {
+    if (options.relation.startsWith("(")) {
+      return false;
+    }
+    String kind = scalar(conn, options, "SELECT c.relkind::text FROM pg_catalog.pg_class c WHERE c.oid = CAST("
+        + literal(options.relation) + " AS regclass)");
+    return kind != null && InFlight.TRACKED_RELKINDS.contains(kind);
+  }
+
+  /**
+   * {@code boundSql}'s value (a batch's end; NULL when null) with, from the same statement's snapshot, the
+   * transactions in flight: {@code pg_current_snapshot()}, and the ids from its {@code xmin} to the next one to be
+   * assigned ({@code xmax + age(xmax)}) found in progress (see {@link InFlight}).
+   */
+  static String offsetSql(String boundSql) {
+    String bound = boundSql == null ? "NULL" : "(" + boundSql + ")";
+    String xmax = "pg_snapshot_xmax(s)::text::bigint";
+    return "SELECT " + bound + ", s::text, (SELECT string_agg(x::text, ',') FROM generate_series("
+        + "pg_snapshot_xmin(s)::text::bigint, " + xmax + " + age(CAST((" + xmax + " % 4294967296)::text AS xid)) - 1) "
+        + "AS x WHERE pg_xact_status(x::text::xid8) = 'in progress') FROM (SELECT pg_current_snapshot() AS s) AS snap";
+  }
+
   /** Every value of the first column of {@code sql}, as text. */
   static List<String> column(Connection conn, IncrementalOptions options, String sql) {
     List<String> out = new ArrayList<>();
@@ -158,14 +200,23 @@ final class Pg {
     return "EXPLAIN (FORMAT JSON) SELECT 1 FROM " + relation + " WHERE " + cond;
   }
 
-  /** The read of one range: {@code lower < column <= upper} (no lower bound: everything up to {@code upper}). */
-  static String rangeSql(String relation, List<PgColumn> columns, PgColumn column, String lower, String upper) {
+  /**
+   * The read of one range: {@code lower < column <= upper} (no lower bound: everything up to {@code upper}), less
+   * the rows {@code excluded} names (those of transactions in flight; null: none).
+   */
+  static String rangeSql(String relation, List<PgColumn> columns, PgColumn column, String lower, String upper,
+      String excluded) {
+    String col = column.quoted();
+    String cond = lower == null ? col + " <= " + upper : col + " > " + lower + " AND " + col + " <= " + upper;
+    return rowsSql(relation, columns, excluded == null ? cond : cond + " AND " + excluded);
+  }
+
+  /** The read of the rows {@code condition} selects. */
+  static String rowsSql(String relation, List<PgColumn> columns, String condition) {
     StringBuilder select = new StringBuilder();
     for (PgColumn c : columns) {
       select.append(select.length() == 0 ? "" : ", ").append(c.selectExpression());
     }
-    String col = column.quoted();
-    String cond = lower == null ? col + " <= " + upper : col + " > " + lower + " AND " + col + " <= " + upper;
-    return "SELECT " + select + " FROM " + relation + " WHERE " + cond;
+    return "SELECT " + select + " FROM " + relation + " WHERE " + condition;
   }
 }

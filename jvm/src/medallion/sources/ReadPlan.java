@@ -23,12 +23,15 @@ final class ReadPlan implements Serializable {
   final List<PgColumn> columns;
   final PgColumn watermark;
   final String startingWatermark;
+  final boolean tracksTransactions; // rows have an xmin: transactions in flight are tracked (InFlight)
 
-  private ReadPlan(IncrementalOptions options, List<PgColumn> columns, PgColumn watermark, String start) {
+  private ReadPlan(IncrementalOptions options, List<PgColumn> columns, PgColumn watermark, String start,
+      boolean tracks) {
     this.options = options;
     this.columns = columns;
     this.watermark = watermark;
     this.startingWatermark = start;
+    this.tracksTransactions = tracks;
   }
 
   /** The plan of a read with these options, checked against the database's catalog. */
@@ -49,7 +52,7 @@ final class ReadPlan implements Serializable {
     if (options.startingWatermark != null) {
       start = Pg.scalar(conn, options, "SELECT " + Pg.typed(options.startingWatermark, watermark) + "::text");
     }
-    return new ReadPlan(options, columns, watermark, start);
+    return new ReadPlan(options, columns, watermark, start, Pg.tracksTransactions(conn, options));
   }
 
   private static PgColumn find(List<PgColumn> columns, IncrementalOptions options) {
@@ -117,8 +120,30 @@ final class ReadPlan implements Serializable {
     return Pg.column(conn, options, Pg.splitPointsSql(options.relation, watermark, lower, upper, parts));
   }
 
+  /**
+   * A batch {@code start -> end}: the ranges of {@code (start - lookback, end]} without the rows of transactions in
+   * flight at {@code end}, and one more for the rows of those in flight at {@code start} that ended since.
+   */
+  RangeRead.Partition[] batch(Connection conn, WatermarkOffset start, WatermarkOffset end) {
+    List<RangeRead.Partition> out = new ArrayList<>();
+    if (end.watermark != null && !end.watermark.equals(start.watermark)) {
+      out.addAll(List.of(partitions(conn, start.watermark, end.watermark, InFlight.excluded(end.inFlight))));
+    }
+    List<InFlight.Group> gone = InFlight.ended(start.inFlight, end.inFlight);
+    if (!gone.isEmpty() && start.watermark != null) {
+      String upper = Pg.lowered(start.watermark, watermark, options);
+      out.add(new RangeRead.Partition(Pg.rowsSql(options.relation, columns,
+          InFlight.endedCondition(gone, watermark, upper))));
+    }
+    return out.toArray(new RangeRead.Partition[0]);
+  }
+
   /** The ranges of a batch {@code (start - lookback, end]}, split into {@code numPartitions} parts. */
   RangeRead.Partition[] partitions(Connection conn, String start, String end) {
+    return partitions(conn, start, end, null);
+  }
+
+  private RangeRead.Partition[] partitions(Connection conn, String start, String end, String excluded) {
     String lower = start == null ? null : Pg.lowered(start, watermark, options);
     String upper = Pg.typed(end, watermark);
     List<String> bounds = new ArrayList<>();
@@ -131,7 +156,7 @@ final class ReadPlan implements Serializable {
     RangeRead.Partition[] out = new RangeRead.Partition[bounds.size() - 1];
     for (int i = 0; i + 1 < bounds.size(); i++) {
       out[i] = new RangeRead.Partition(Pg.rangeSql(options.relation, columns, watermark, bounds.get(i),
-          bounds.get(i + 1)));
+          bounds.get(i + 1), excluded));
     }
     return out;
   }

@@ -1,7 +1,7 @@
 package medallion.sources;
 
 import java.sql.Connection;
-import java.util.Objects;
+import java.util.List;
 
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -12,9 +12,11 @@ import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 
 /**
- * The streaming side, as the Python source's {@code JdbcIncrementalStreamReader}: the offset is the watermark;
- * {@code latestOffset} returns the start unchanged when nothing is new (no empty batch runs); a batch reads
- * {@code (start - lookback, end]}; with {@code Trigger.AvailableNow} the end is capped at the greatest watermark
+ * The streaming side, as the Python source's {@code JdbcIncrementalStreamReader}: the offset is the watermark and
+ * the transactions in flight at the offset query ({@link InFlight}); {@code latestOffset} returns the start
+ * unchanged when nothing is new and none of its transactions ended (no empty batch runs); a batch reads
+ * {@code (start - lookback, end]} without the rows of transactions in flight at the end, and the rows of those in
+ * flight at the start that ended; with {@code Trigger.AvailableNow} the end is capped at the greatest watermark
  * seen when the query started. The driver holds one pooled connection for the offset queries while the query runs.
  * A batch's ranges are planned in {@code latestOffset}, and in local mode a batch of one range starts reading there
  * on another pooled connection ({@link ReadAhead}), while Spark logs the offsets and plans the batch.
@@ -26,7 +28,7 @@ final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailabl
   private boolean capped;
   private Planned planned; // the ranges of the batch latestOffset last returned
 
-  /** The ranges of the batch {@code (start, end]}, and the read ahead of its only range (or null). */
+  /** The ranges of the batch {@code start -> end} (offsets' JSON), and the read ahead of its only range (or null). */
   private record Planned(String start, String end, RangeRead.Partition[] ranges, ReadAhead ahead) {
     void drop() {
       if (ahead != null) {
@@ -83,27 +85,43 @@ final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailabl
   public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
     WatermarkOffset start = (WatermarkOffset) startOffset;
     dropPlanned(); // a batch planned before ran already, or never will
-    if (capped && (target == null || target.equals(start.watermark))) {
-      return start; // nothing up to the cap, or read up to it already
+    boolean reached = capped && (target == null || target.equals(start.watermark));
+    if (reached && start.inFlight.isEmpty()) {
+      return start; // nothing up to the cap, or read up to it already, and nothing left in flight: no query
     }
     long maxRows = limit instanceof ReadMaxRows ? ((ReadMaxRows) limit).maxRows() : 0;
-    String end = scalar(Pg.maxWatermarkSql(plan.options.relation, plan.watermark, start.watermark, target, maxRows));
-    if (end == null) {
-      return start;
+    String bound = reached ? null
+        : Pg.maxWatermarkSql(plan.options.relation, plan.watermark, start.watermark, target, maxRows);
+    String end;
+    List<Long> now = List.of();
+    if (!plan.tracksTransactions) {
+      end = bound == null ? null : scalar(bound);
+    } else { // the end and the transactions in flight, from one statement's snapshot
+      String[] row = withConnection(c -> Pg.row(c, plan.options, Pg.offsetSql(bound)));
+      end = row == null ? null : row[0];
+      now = row == null ? List.of() : InFlight.inFlight(row[1], row[2]);
     }
-    planned = plan(start.watermark, end);
+    if (end == null) {
+      if (InFlight.ended(start.inFlight, List.of(new InFlight.Group(null, now))).isEmpty()) {
+        return start;
+      }
+      end = start.watermark;
+    }
     String nulls = scalar(Pg.nullCountSql(plan.options.relation, plan.watermark));
-    return new WatermarkOffset(end, nulls == null ? 0 : Long.parseLong(nulls));
+    WatermarkOffset next = new WatermarkOffset(end, nulls == null ? 0 : Long.parseLong(nulls),
+        InFlight.carried(start.inFlight, start.watermark, now));
+    planned = plan(start, next);
+    return next;
   }
 
-  private Planned plan(String start, String end) {
-    RangeRead.Partition[] ranges = withConnection(c -> plan.partitions(c, start, end));
+  private Planned plan(WatermarkOffset start, WatermarkOffset end) {
+    RangeRead.Partition[] ranges = withConnection(c -> plan.batch(c, start, end));
     if (ranges.length != 1 || !ReadAhead.possible()) {
-      return new Planned(start, end, ranges, null);
+      return new Planned(start.json(), end.json(), ranges, null);
     }
     ReadAhead ahead = ReadAhead.start(plan, ranges[0].sql);
     RangeRead.Partition[] read = {new RangeRead.Partition(ranges[0].sql, ahead.token)};
-    return new Planned(start, end, read, ahead);
+    return new Planned(start.json(), end.json(), read, ahead);
   }
 
   private void dropPlanned() {
@@ -118,13 +136,10 @@ final class WatermarkStream implements MicroBatchStream, SupportsTriggerAvailabl
   public synchronized InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
     WatermarkOffset start = (WatermarkOffset) startOffset;
     WatermarkOffset end = (WatermarkOffset) endOffset;
-    if (end.watermark == null || Objects.equals(start.watermark, end.watermark)) {
-      return new InputPartition[0];
-    }
-    if (planned != null && Objects.equals(planned.start, start.watermark) && planned.end.equals(end.watermark)) {
+    if (planned != null && planned.start.equals(start.json()) && planned.end.equals(end.json())) {
       return planned.ranges;
     }
-    return withConnection(c -> plan.partitions(c, start.watermark, end.watermark));
+    return withConnection(c -> plan.batch(c, start, end));
   }
 
   @Override
