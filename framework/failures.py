@@ -62,7 +62,7 @@ def classify(exc: BaseException, *, flow: str, dataset: str, file: str | None = 
     if own is not None:
         return own
     where = next((w for link in reversed(chain) if link.python is not None
-                  for w in (_user_frame(link.python),) if w is not None), None)
+                  for w in (user_frame(link.python),) if w is not None), None)
     worker = _worker_error(chain)
     root = worker.info if worker is not None else _root(chain)
     where = where or (worker.where if worker is not None else None)
@@ -281,7 +281,7 @@ def _is_user_file(name: str) -> bool:
     return not (name.startswith((_FRAMEWORK_DIR, _STDLIB_DIR, "<")) or "site-packages" in name)
 
 
-def _user_frame(exc: BaseException) -> tuple[str, int] | None:
+def user_frame(exc: BaseException) -> tuple[str, int] | None:
     """The innermost traceback frame outside the framework and site-packages: the user's own code."""
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):

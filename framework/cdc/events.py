@@ -214,18 +214,23 @@ def materialize_checked(reduced: DataFrame, events: DataFrame, plan: ColumnPlan,
     raise_violation(summary["bad"], events, plan, target)
 
 
+# the same words for SQL and Python pipelines: the framework does not know which one declared the flow here
+_FILTER_HINT = ("filter such rows out of the source (a WHERE clause in the query of the dataset the changes come "
+                "from, or `where=` in Python's create_auto_cdc_flow / apply_changes), or fix the source.")
+
+
 def raise_violation(bad: Any, events: DataFrame, plan: ColumnPlan, target: str) -> NoReturn:
     """Raise the ``CdcError`` for a flagged row (a ``Row`` of keys, ``__seq`` and ``__problem``)."""
     row = bad.asDict()
     problem = row.pop(PROBLEM)
     seq = row.pop(SEQ)
-    shown = [c for c in events.columns if c != HASH and not c.startswith("__set_")]
+    hidden = {SEQ, OP, HASH, PROBLEM, COUNT}  # the framework's own columns: the user never wrote them
+    shown = [c for c in events.columns if c not in hidden and not c.startswith("__set_")]
     if problem == "null_key":
         sample = events.filter(_key_null(plan.keys) & (F.col(OP) != TRUNCATE)).select(*shown).limit(1).collect()
         raise CdcError(
             f"APPLY CHANGES into '{target}': a change event has a NULL key ({', '.join(plan.keys)}): "
-            f"{sample[0].asDict() if sample else row}. Keys must not be NULL: filter such rows out with "
-            "`where=` or fix the source."
+            f"{sample[0].asDict() if sample else row}. Keys must not be NULL: {_FILTER_HINT}"
         )
     if problem == "null_sequence":
         key_match = F.lit(True)
@@ -234,11 +239,10 @@ def raise_violation(bad: Any, events: DataFrame, plan: ColumnPlan, target: str) 
         sample = events.filter(key_match & F.col(SEQ).isNull()).select(*shown).limit(1).collect()
         raise CdcError(
             f"APPLY CHANGES into '{target}': a change event for key {row} has a NULL sequence_by value: "
-            f"{sample[0].asDict() if sample else row}. Every event needs a sequence value: filter such rows "
-            "out with `where=` or fix the source."
+            f"{sample[0].asDict() if sample else row}. Every event needs a sequence value: {_FILTER_HINT}"
         )
     raise CdcError(
         f"APPLY CHANGES into '{target}': key {row} has several different events with the same sequence value "
-        f"{seq!r}, so their order is undefined. Make sequence_by unique per key (e.g. add a tie-breaker column "
-        "with sequence_by=struct(...)) or remove the duplicates."
+        f"{seq!r}, so their order is undefined. Make the sequence unique per key (a tie-breaker column: "
+        "`SEQUENCE BY struct(seq, tie)` in SQL, `sequence_by=struct(...)` in Python) or remove the duplicates."
     )

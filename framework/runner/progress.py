@@ -152,8 +152,8 @@ class ConsoleListener(ProgressListener):
 
     @override
     def update_finished(self, state: str, error: BaseException | None) -> None:
-        if error is not None:
-            self._print(f"error: {error}")
+        """Nothing: the summary printed next says how the update ended and why (printed here too, a failure
+        showed twice, one right after the other)."""
 
 
 class EventLogListener(ProgressListener):

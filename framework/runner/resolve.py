@@ -108,10 +108,13 @@ class Resolver:
         except PipelineError:
             raise
         except Exception as exc:  # Spark's analysis of the user's query, reported with its place
-            loc = flow.location
+            from framework.failures import user_frame
+
+            # the line of the user's code that raised (the query function's, or a helper's), else the flow's
+            file, line = user_frame(exc) or (flow.location.file, flow.location.line)
             self.problems.append(Problem("QUERY_ANALYSIS_FAILED",
                                          f"flow '{flow.name}' failed analysis: {type(exc).__name__}: {_first_line(exc)}",
-                                         loc.file, loc.line))
+                                         file, line))
             self.streaming.setdefault(key, False)
 
     def _resolve_output(self, key: str, flow: Flow) -> None:

@@ -12,6 +12,7 @@ view's name; Spark then analyses the rewritten query.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ class Relation:
     name: str = ""  # table name (dotted), or the file format for direct file queries
     path: str = ""
     options: tuple[tuple[str, str], ...] = ()
+    alias: str | None = None  # a table the query gives no alias: its own name, which its columns are qualified by
 
 
 def parse_relations(spark: Any, text: str) -> list[Relation]:
@@ -53,14 +55,16 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
     plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
     ctes: set[str] = set()
     found: list[Relation] = []
-    for node, streaming in _nodes(plan, False):
+    for node, streaming, aliased in _nodes(plan, False):
         name = node.nodeName()
         if name == "UnresolvedWith":
             relations = node.cteRelations()
             ctes.update(str(relations.apply(i)._1()).lower() for i in range(relations.size()))
         elif name == "UnresolvedRelation":
             parts = _strings(node.multipartIdentifier())
-            found.append(_table_or_files(node, parts, streaming or bool(node.isStreaming())))
+            relation = _table_or_files(node, parts, streaming or bool(node.isStreaming()))
+            found.append(relation if aliased or relation.kind != "table" else
+                         dataclasses.replace(relation, alias=parts[-1]))
         elif name == "UnresolvedTableValuedFunction":
             function = _function(node, streaming or bool(node.isStreaming()))
             if function is not None:  # other table-valued functions (range, explode, ...) are Spark's own
@@ -68,20 +72,21 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
     return [r for r in found if not (r.kind == "table" and r.name.lower() in ctes)]
 
 
-def _nodes(node: Any, streaming: bool) -> Iterator[tuple[Any, bool]]:
-    """Every plan node with whether it sits under ``STREAM``, subqueries included. A ``STREAM(...)`` node
-    stands for its child, which takes its place in the text."""
+def _nodes(node: Any, streaming: bool, aliased: bool = False) -> Iterator[tuple[Any, bool, bool]]:
+    """Every plan node with whether it sits under ``STREAM``, subqueries included, and whether the query gives
+    it an alias (its parent is a ``SubqueryAlias``). A ``STREAM(...)`` node stands for its child, which takes its
+    place in the text."""
     kind = node.nodeName()
     if kind == "NamedStreamingRelation":
         child = node.child()
-        yield _Spanned(child, node, child.nodeName()), True
+        yield _Spanned(child, node, child.nodeName()), True, aliased  # in the text: STREAM(...) stands for x
         return
-    yield node, streaming
+    yield node, streaming, aliased
     if kind in _LEAVES:
         return
     for seq in (node.children(), node.subqueries()):
         for i in range(seq.size()):
-            yield from _nodes(seq.apply(i), streaming)
+            yield from _nodes(seq.apply(i), streaming, kind == "SubqueryAlias")
     if kind == "UnresolvedWith":  # the CTEs' own queries are not children
         relations = node.cteRelations()
         for i in range(relations.size()):
@@ -177,7 +182,9 @@ def query_dataframe(text: str) -> DataFrame:
         df = _read(spark, relation)
         df.createOrReplaceTempView(view)
         session = df.sparkSession  # the real session: the proxy's SQL bookkeeping is for user SQL
-        rewritten = rewritten[:relation.start] + f"`{view}`" + rewritten[relation.stop + 1:]
+        # named as the query names the table (for `x.col`, and in Spark's messages), never `__live_sql_N`
+        named = f"`{view}`" + (f" AS {_quote(relation.alias)}" if relation.alias else "")
+        rewritten = rewritten[:relation.start] + named + rewritten[relation.stop + 1:]
     return session.sql(translate_databricks_sql(rewritten))
 
 
