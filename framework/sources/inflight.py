@@ -21,33 +21,40 @@ A batch ``start -> end`` reads
 2. for each id in flight at ``start`` and no longer at ``end`` (it ended: committed or rolled back), its rows
    with ``after < column <= start - lookback`` (the rows above that come with part 1).
 
-``end``'s in-flight ids keep the ``after`` they had at ``start``; ids new at ``end`` get ``start``'s watermark.
+``end``'s in-flight ids keep the ``after`` they had at ``start``; ids new at ``end`` get ``start``'s
+watermark.
 
-Why every row is read once. Assumption V: a transaction holds its transaction id when it takes a watermark
-value (an identity or serial default is taken by the ``INSERT`` that assigns the id; ``now()`` is the
-transaction's start, so its first statement must write). Write ``I(k)`` for the ids in flight at offset ``k``
-and ``W(k)`` for its watermark. Claim: after batch ``k`` the rows loaded are the rows committed by ``S(k)``
-with ``column <= W(k)`` (R(k)), each once. Take a row r committed by ``S(k+1)`` with ``column <= W(k+1)``,
-written by transaction x (its ``xmin``: the id of the subtransaction that wrote it, or of the transaction):
+Why every row is read once. Assumption V: a (sub)transaction holds its id when it takes a watermark value.
+An identity or serial default is taken by the ``INSERT`` that assigns the id (the value an instant before the
+id, inside that one statement: an offset query whose snapshot falls in that instant is the case V leaves
+out); ``now()`` is the transaction's start, so V asks that its first statement write. Write ``S(k)``,
+``I(k)`` and ``W(k)`` for offset k's snapshot, in-flight ids and watermark. Claim: after batch k the rows
+loaded, each once (rows of the lookback window aside, read again on purpose), are L(k): the committed rows
+with ``column <= W(k)`` whose ``xmin`` is not in ``I(k)``. Batch k+1 must add L(k+1) minus L(k):
 
-- x committed by ``S(k)``: r is in R(k); part 1 of batch k+1 excludes it unless it is in the lookback window
-  (read again on purpose) and part 2 reads only ids that were in flight at ``S(k)``;
-- x in flight at ``S(k)``: x is in ``I(k)`` (in the snapshot's list, or still in progress when the statuses
-  were read right after S; an id that ended in between has its rows visible to every later read, which part 1
-  of batch k reads, or part 2 if x was already in ``I(k-1)``). By induction over the batches x stays in flight with the ``after`` it got when it was
-  first seen, below all of its values (V). The batches while it runs exclude its rows from part 1; the batch
-  whose ``end`` no longer has it reads them by part 2 (below ``start - lookback``) and part 1 (above);
-- x not yet holding an id at ``S(k)``: by V it took its values after ``S(k)``, so they are above ``W(k)``;
-  part 1 of the first batch whose end snapshot has x committed reads r.
+- rows above ``W(k)``: part 1, whose range starts at or below ``W(k)``;
+- rows at or below ``W(k)`` not in L(k): their ``xmin`` x is in ``I(k)``. Otherwise x held no id at ``S(k)``
+  (by V its values came later, above ``W(k)``), or x was in flight at ``S(k)`` and ended before the status
+  check (its rows are committed before batch k's read, which took them: part 1 above ``W(k-1) - lookback``,
+  part 2 below if x was in ``I(k-1)``, and x held no id at ``I(k-1)``'s check otherwise, so by V its values
+  are above ``W(k-1)``). x is no longer in ``I(k+1)``, so part 2 reads the rows from its ``after`` to
+  ``W(k) - lookback`` and part 1 the rest; part 2 reads nothing else, as it names only ids of ``I(k)``.
+
+``after`` is below all of an id's values: an id new in ``I(k+1)`` held no id at ``I(k)``'s check (it would
+be in ``I(k)``, being in flight then), so by V its values came after ``S(k)``, above ``W(k)``; an id carried
+keeps its ``after``. Rows of ids in ``I(k+1)`` are not in L(k+1) and part 1 excludes them.
 
 A batch is re-read after a failure or a kill -9 with the offsets Spark logged before it ran, and both parts
 depend only on those offsets and on committed rows (an id excluded is still excluded, an id ended stays
 ended), so the rows are the same and the checkpoint commits them once.
 
 Wraparound. The offsets keep 64-bit ids (``xid8``, as the snapshot functions and ``pg_xact_status`` take
-them), so "still in flight" is exact across the 32-bit wrap. A row's ``xmin`` is 32-bit and compared with ``id mod 2**32`` (as ``xid``). In-flight ids are within
-2**31 of each other, so no two share a 32-bit value; a frozen old row whose raw ``xmin`` happens to equal one
-of them modulo 2**32 is excluded from part 1 and read by part 2 when that id ends: late, never twice or lost.
+them), so "still in flight" is exact across the 32-bit wrap. A row's ``xmin`` is 32-bit and compared with
+``id mod 2**32`` (as ``xid``). In-flight ids are within 2**31 of each other, so no two share a 32-bit value;
+a frozen old row whose raw ``xmin`` happens to equal one of them modulo 2**32 is excluded from part 1 and read
+by part 2 when that id ends: late, never twice or lost. The ids found in progress cost one status check per
+id from the snapshot's ``xmin`` on: none when no writer is open, as many as the ids assigned since the oldest
+open writer started when one is.
 
 What V excludes: values taken before the transaction writes (a sequence value fetched in advance by the
 application or an ORM's pooled ids; ``now()`` in a transaction that reads before its first write, across an

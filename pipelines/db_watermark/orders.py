@@ -1,7 +1,9 @@
 # Timestamp watermark → bronze append → APPLY CHANGES SCD 1: the "watermark MERGE" pattern.
 # Each update reads the orders changed since the last watermark (updated_at > watermark - lookback), appends them
-# to bronze, and merges them into one row per order. Rows committed late with an older updated_at are read again
-# if they fall within `lookback`; the duplicates lookback brings are absorbed by APPLY CHANGES.
+# to bronze, and merges them into one row per order. A transaction that commits after a later updated_at was read
+# is read when it ends (the source tracks the transactions in flight), with no lookback; `lookback` is for
+# updated_at values set before the write (a client's clock, now() in a transaction that reads first), and the
+# rows of its window read again are absorbed by APPLY CHANGES keyed on order_id: the exactly-once table.
 import dlt
 from pyspark.sql.functions import col
 
