@@ -19,7 +19,9 @@ The tables stay ordinary Delta tables that Spark reads and writes. Only what thi
 this way: no partition columns, column mapping, constraints, generated or identity columns, or deletion vectors,
 and a protocol whose writer features need nothing from a writer that only adds and removes whole files
 (``appendOnly``, ``invariants``; ``deletionVectors`` while no live file has one: such a writer never writes one). Anything else raises :class:`NeedsSpark` before a file is written, and the
-caller writes through Spark. Checkpoints are Delta's own (:func:`checkpoint_if_due`, one Spark call every
+caller writes through Spark. So does every table that is not on the local file system (``s3a://``): a driver
+commit is put in place with a hard link, an atomic put-if-absent that object stores do not offer, so there Spark's
+Delta commits through its log store for the scheme (``framework/storage_url.py``). Checkpoints are Delta's own (:func:`checkpoint_if_due`, one Spark call every
 ``CHECKPOINT_EVERY`` driver commits), so readers never replay a long tail of JSON commits.
 """
 
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from framework.delta_checksum import write_checksum
 from framework.delta_log import LogState, checkpoint_version, protocol_and_metadata, replay
 from framework.small_tables import nullable
+from framework.storage_url import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -70,7 +73,7 @@ def append_rows(path: str | Path, schema: StructType, rows: Sequence[dict[str, A
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    table = Path(path)
+    table = _local_table(path)
     _current(table, schema, require_schema=True)  # refuse before writing anything
     version = _append(table, schema, pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC")),
                       None)
@@ -87,7 +90,7 @@ def append_arrow(path: str | Path, schema: StructType, data: Any, *, txn: Txn | 
     ``txn``'s app id and version as query id and epoch). Returns the version, or None when ``txn`` was committed
     already (nothing written). Raises :class:`NeedsSpark` before writing anything when this writer must not write
     the table."""
-    table = Path(path)
+    table = _local_table(path)
     schema = nullable(schema)
     version, _protocol, _metadata = _current(table, schema, require_schema=True)
     if version < 0:
@@ -116,7 +119,7 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
     and the new schema when it changed (``overwriteSchema``). A new table gets ``description`` and ``configuration``. Returns the version,
     or None when ``txn`` was committed already (nothing written). With ``read_version`` (the version ``data`` was
     computed from) a table that moved past it meanwhile is refused with :class:`NeedsSpark`."""
-    table = Path(path)
+    table = _local_table(path)
     schema = nullable(schema)
     _current(table, schema, require_schema=False)
     new_files = _write_parquet_files(table, data)
@@ -157,9 +160,17 @@ def set_properties(path: str | Path, configuration: dict[str, str], description:
             new["description"] = description
         return [{"metaData": new}]
 
-    committed = _commit(Path(path), StructType([]), actions, [], mode="SET TBLPROPERTIES", require_schema=False)
+    committed = _commit(_local_table(path), StructType([]), actions, [], mode="SET TBLPROPERTIES", require_schema=False)
     assert committed is not None  # no txn: never skipped
     return committed
+
+
+def _local_table(path: str | Path) -> Path:
+    """``path`` as a local folder; :class:`NeedsSpark` for a table on an object store, before anything is read or
+    written (only a local file system gives this writer its atomic put-if-absent)."""
+    if not is_local(path):
+        raise NeedsSpark(f"{path} is not on the local file system: Spark's Delta log store commits there")
+    return Path(str(path).removeprefix("file:"))
 
 
 def _replayed(table: Path) -> LogState:
@@ -191,7 +202,7 @@ def check_writable(protocol: dict[str, Any] | None, metadata: dict[str, Any] | N
 
 def check_overwrite(path: str | Path, schema: StructType) -> None:
     """Raise :class:`NeedsSpark` when :func:`overwrite_arrow` would refuse the table (nothing is written)."""
-    table = Path(path)
+    table = _local_table(path)
     version, _protocol, _metadata = _current(table, nullable(schema), require_schema=False)
     if version >= 0:
         _replayed(table)

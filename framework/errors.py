@@ -397,3 +397,20 @@ class SqlSyntaxError(PipelineError):
         if self.file and self.line and self.column:
             return f"[{self.code}] {self.file}:{self.line}:{self.column}: {self.message}"
         return super().render()
+
+
+class ObjectStoreError(PipelineError):
+    """An object store (``s3a://``) holding a pipeline's storage or files cannot be used, found before any flow
+    runs: ``OBJECT_STORE_UNREACHABLE`` (no answer from the endpoint), ``OBJECT_STORE_ACCESS_DENIED`` (credentials
+    refused), ``OBJECT_STORE_BUCKET_NOT_FOUND``, ``OBJECT_STORE_UNSAFE_COMMITS`` (a configuration under which
+    two drivers could commit to one table, see ``framework/storage_url.py``), ``OBJECT_STORE_UNSUPPORTED``.
+
+    Attributes:
+        path: the path that could not be used.
+    """
+
+    code = "OBJECT_STORE_UNAVAILABLE"
+
+    def __init__(self, message: str, *, code: str | None = None, path: str = "") -> None:
+        self.path = path
+        super().__init__(message, code=code)

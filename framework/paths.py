@@ -20,10 +20,13 @@ class PathMapper:
 
     @classmethod
     def from_spec(cls, mappings: Mapping[str, str], root: Path) -> PathMapper:
-        """A mapper from the spec's ``paths``: prefixes are normalized (``/dbfs/x`` as ``dbfs:/x``) and
-        relative local folders resolved against ``root``."""
+        """A mapper from the spec's ``paths``: prefixes are normalized (``/dbfs/x`` as ``dbfs:/x``),
+        relative local folders resolved against ``root``, object-store URLs kept as they are."""
         resolved = {}
         for prefix, local in mappings.items():
+            if "://" in local:  # an object-store URL (s3a://bucket/landing): no local folder to resolve
+                resolved[_norm_prefix(prefix)] = local.rstrip("/")
+                continue
             target = Path(local)
             resolved[_norm_prefix(prefix)] = str(target if target.is_absolute() else (root / target).resolve())
         return cls(resolved)

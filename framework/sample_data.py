@@ -9,6 +9,7 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from framework.errors import ObjectStoreError
 from framework.settings import project_root
 
 CURRENCIES = ("EUR", "USD", "GBP")
@@ -92,6 +93,9 @@ def run_demo(spec_path: Path | None = None) -> int:
     from framework.spec import load_spec
 
     spec = load_spec(spec_path or project_root() / "conf" / "sample.yaml")
+    if not isinstance(spec.storage, Path):
+        raise ObjectStoreError(f"the demo writes its sample files next to a local storage root, not {spec.storage}",
+                               code="OBJECT_STORE_UNSUPPORTED", path=str(spec.storage))
     landing = Path(spec.paths.get("dbfs:/mnt/landing", str(spec.storage.parent / "landing")))
     if not landing.is_absolute():
         landing = spec.root / landing

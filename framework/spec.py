@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 
 from framework.errors import PipelineError, Problem, SpecError
+from framework.storage_url import ObjectStoreUrl, StoragePath, is_object_store_url, storage_path
 
 LibraryKind = Literal["file", "notebook", "glob"]
 
@@ -102,7 +103,7 @@ class PipelineSpec:
     source: str
     root: Path
     libraries: tuple[Library, ...]
-    storage: Path
+    storage: StoragePath  # a local folder, or an object-store URL (framework/storage_url.py)
     configuration: Mapping[str, str] = field(default_factory=dict)
     catalog: str | None = None
     schema: str = "default"
@@ -120,22 +121,22 @@ class PipelineSpec:
     trigger: JobTrigger | None = None
 
     @property
-    def tables_dir(self) -> Path:
+    def tables_dir(self) -> StoragePath:
         """``<storage>/tables``: one Delta table folder per dataset without a declared ``path``."""
         return self.storage / "tables"
 
     @property
-    def checkpoints_dir(self) -> Path:
+    def checkpoints_dir(self) -> StoragePath:
         """``<storage>/checkpoints``: streaming checkpoints, one per target and flow."""
         return self.storage / "checkpoints"
 
     @property
-    def events_dir(self) -> Path:
+    def events_dir(self) -> StoragePath:
         """``<storage>/system/events``: the event log, a Delta table."""
         return self.storage / "system" / "events"
 
     @property
-    def autoloader_dir(self) -> Path:
+    def autoloader_dir(self) -> StoragePath:
         """``<storage>/autoloader``: Auto Loader's default schema locations, one per target and flow."""
         return self.storage / "autoloader"
 
@@ -584,12 +585,15 @@ def _check_keys_and_types(data: Mapping[str, Any], source: str, problems: list[P
 
 
 def _storage(value: Any, root: Path, name: str, paths: Mapping[str, str], source: str,
-             problems: list[Problem]) -> Path:
-    """The storage root: ``<root>/runs/<name>`` by default, a mapped Databricks path, or a local path."""
-    storage = root / "runs" / name
+             problems: list[Problem]) -> StoragePath:
+    """The storage root: ``<root>/runs/<name>`` by default, a mapped Databricks path, a local path, or an
+    object-store URL (``s3a://bucket/prefix``, as given or as a mapping's target)."""
+    storage: StoragePath = root / "runs" / name
     if value is not None:
         if not isinstance(value, str):
             problems.append(Problem("INVALID_VALUE", "`storage` must be a path string", source))
+        elif is_object_store_url(value) and not value.startswith(("s3:", "abfss:", "gs:")):
+            storage = ObjectStoreUrl(value)
         elif value.startswith(("dbfs:/", "/dbfs/", "s3:", "abfss:", "gs:")):
             from framework.paths import PathMapper
 
@@ -597,10 +601,10 @@ def _storage(value: Any, root: Path, name: str, paths: Mapping[str, str], source
                 mapped = PathMapper.from_spec(paths, root).map(value)
             except PipelineError:
                 mapped = value
-            storage = Path(mapped) if mapped != value else storage
+            storage = storage_path(mapped) if mapped != value else storage
         else:
             storage = Path(value)
-    if not storage.is_absolute():
+    if isinstance(storage, Path) and not storage.is_absolute():
         storage = (root / storage).resolve()
     return storage
 

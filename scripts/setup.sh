@@ -59,6 +59,15 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
     || echo "setup: could not install postgresql; the database-source tests will fail" >&2
 fi
 
+# SeaweedFS, the S3-compatible server of the object-storage tests (framework/testing/s3.py): built from its Go
+# module once (a few minutes on 2 cores, niced) into .cache/seaweedfs/<version>/weed, milliseconds when cached.
+if command -v go >/dev/null 2>&1; then
+  bash scripts/build_seaweedfs.sh >/dev/null \
+    || echo "setup: could not build SeaweedFS; the object-storage tests will fail" >&2
+else
+  echo "setup: no Go toolchain (https://go.dev/dl, 1.26+): the object-storage tests need it once to build SeaweedFS" >&2
+fi
+
 # Headless Chromium renders the data-quality report in the end-to-end tests. Installed from Debian's packages
 # when running as root (CI, containers); elsewhere that test says how to install it.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -10,6 +10,7 @@ from framework.autoloader.options import parse_options
 from framework.autoloader.paths import to_local
 from framework.autoloader.source import NATIVE_TYPED, load_cloud_files
 from framework.errors import AutoLoaderError, PipelineError
+from framework.storage_url import is_local
 
 __all__ = ["clean_source", "load_cloud_files", "reusable_source", "translate_stream_error"]
 
@@ -45,6 +46,16 @@ def clean_source(path: str, options: dict[str, str], *, checkpoint_location: str
         The source files moved or deleted by this call (empty when cleanSource is OFF).
     """
     opts = parse_options(options, user_schema=False)
+    if not is_local(path):
+        from pyspark.sql import SparkSession
+
+        from framework.autoloader.remote import clean_remote
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise AutoLoaderError(f"cleanSource on {path} needs the pipeline's Spark session")
+        clean_remote(spark, opts, path, checkpoint_location, now.timestamp() if now is not None else None)
+        return []  # the moved files are object-store URLs, not local paths
     return clean_committed(opts, to_local(path), to_local(checkpoint_location),
                            now.timestamp() if now is not None else None)
 

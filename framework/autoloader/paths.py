@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from framework.errors import AutoLoaderError
+from framework.storage_url import ObjectStoreUrl
 
 
 def to_local(path: str) -> Path:
@@ -47,6 +48,21 @@ class ListedFile:
     """
 
     path: Path
+    size: int
+    mtime_ms: int
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One data file on an object store, listed through Hadoop (``remote.py``).
+
+    Attributes:
+        path: Its URL.
+        size: Its size in bytes.
+        mtime_ms: Its modification time in epoch milliseconds.
+    """
+
+    path: ObjectStoreUrl
     size: int
     mtime_ms: int
 

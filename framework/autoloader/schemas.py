@@ -21,7 +21,7 @@ from pyspark.sql.types import (
 )
 
 from framework.autoloader.options import CloudFilesOptions
-from framework.autoloader.paths import ListedFile
+from framework.autoloader.paths import ListedFile, RemoteFile
 from framework.errors import AutoLoaderError
 
 SAMPLE_FILES = 1000
@@ -173,7 +173,7 @@ def _first_line(path: Path) -> str:
         return fh.readline().decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def infer_data_schema(spark: SparkSession, opts: CloudFilesOptions, files: Sequence[ListedFile],
+def infer_data_schema(spark: SparkSession, opts: CloudFilesOptions, files: Sequence[ListedFile | RemoteFile],
                       *, every_file: bool = False) -> StructType:
     """Infer the data schema from sample files as Auto Loader does (strings unless inferColumnTypes).
 

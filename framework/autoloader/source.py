@@ -22,6 +22,7 @@ from framework.autoloader.options import DEFAULT_MAX_FILES_PER_TRIGGER, CloudFil
 from framework.autoloader.paths import ListedFile, list_files, to_local
 from framework.autoloader.schema_store import SchemaStore, StoredSchema
 from framework.errors import AutoLoaderError, UnknownFieldError
+from framework.storage_url import is_local
 
 log = logging.getLogger(__name__)
 RESCUED_DEFAULT = "_rescued_data"
@@ -57,6 +58,8 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
     user_schema = _user_schema(spark, schema)
     opts = parse_options(options, user_schema=user_schema is not None)
     _check_format_available(spark, opts.format)
+    if not is_local(path):  # s3a://...: listing, schemas and cleanSource through Hadoop (remote.py)
+        return _remote(spark, opts, path, user_schema, default_schema_location, checkpoint_location)
     root = to_local(path)
     checkpoint = to_local(checkpoint_location) if checkpoint_location else None
     _before_listing(opts, root, checkpoint)
@@ -88,6 +91,13 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
         if type(exc) is not AutoLoaderError:
             raise
         raise AutoLoaderError(f"cloudFiles source '{root}': {exc.message}") from None
+
+
+def _remote(spark: SparkSession, opts: CloudFilesOptions, path: str, user_schema: StructType | None,
+            schema_location: str, checkpoint: str | None) -> DataFrame:
+    from framework.autoloader.remote import load_remote
+
+    return load_remote(spark, opts, path, user_schema, schema_location, checkpoint, _build)
 
 
 def _before_listing(opts: CloudFilesOptions, root: Path, checkpoint: Path | None) -> None:
@@ -263,7 +273,7 @@ def _timestamp(value: datetime | int) -> Column:
     return F.lit(value.astimezone(UTC).replace(tzinfo=None)).cast("timestamp_ntz").cast("timestamp")
 
 
-def _source(spark: SparkSession, opts: CloudFilesOptions, root: Path, fmt: str, schema: StructType,
+def _source(spark: SparkSession, opts: CloudFilesOptions, root: Path | str, fmt: str, schema: StructType,
             extra: dict[str, str], cutoff: int | None) -> DataFrame:
     reader = spark.readStream.format(fmt).schema(schema)
     reader = reader.option("recursiveFileLookup", "true").option("maxFileAge", opts.max_file_age or NO_MAX_FILE_AGE)
@@ -301,7 +311,7 @@ def _text_options(opts: CloudFilesOptions, whole: bool) -> dict[str, str]:
     return out
 
 
-def _build(spark: SparkSession, opts: CloudFilesOptions, root: Path, plan: records.Plan,
+def _build(spark: SparkSession, opts: CloudFilesOptions, root: Path | str, plan: records.Plan,
            sample: list[ListedFile], cutoff: int | None, extras: StructType) -> DataFrame:
     fmt = opts.format
     if fmt == "json":

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from framework.errors import ObjectStoreError
 from framework.paths import PathMapper
 from framework.registry import Registry, normalize_name
 from framework.settings import load_local_settings
@@ -70,7 +71,12 @@ class UpdateEnvironment:
 
     def dataset_state(self, key: str) -> list[Path]:
         """Every folder of state a full refresh of dataset ``key`` clears (besides the table itself)."""
-        spec = self.spec
-        return [spec.checkpoints_dir / key, spec.autoloader_dir / key, Path(self.cdc_state_path(key))]
+        spec, storage = self.spec, self.spec.storage
+        if not isinstance(storage, Path):
+            raise ObjectStoreError(f"a full refresh of {key} clears its checkpoints and state under "
+                                   f"{spec.storage}, which the framework does on local storage only: delete "
+                                   f"{spec.checkpoints_dir / key} and {spec.tables_dir / key} yourself",
+                                   code="OBJECT_STORE_UNSUPPORTED", path=str(spec.storage))
+        return [storage / "checkpoints" / key, storage / "autoloader" / key, Path(self.cdc_state_path(key))]
 
 

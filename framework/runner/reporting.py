@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from framework.errors import PipelineError
+from framework.errors import ObjectStoreError, PipelineError
 from framework.runner.session import get_or_create_session
 from framework.spec import PipelineSpec
 
@@ -45,6 +45,9 @@ def write_reports(spec: PipelineSpec, update_id: str | None = None, out_dir: Pat
     from framework.paths import PathMapper
     from framework.quality.report import build_report
 
+    if not isinstance(spec.storage, Path):  # the report reads the event log's files on the driver
+        raise ObjectStoreError(f"the data-quality report reads the event log from local files; {spec.storage} is on "
+                               "an object store", code="OBJECT_STORE_UNSUPPORTED", path=str(spec.storage))
     spark = get_or_create_session()
     out = out_dir or spec.storage / "reports"
     mapper = PathMapper.from_spec(spec.paths, spec.root)
@@ -113,8 +116,9 @@ def _gx_docs(spark: SparkSession, spec: PipelineSpec, registry: Registry | None,
 def _table_paths(spec: PipelineSpec, registry: Registry | None, mapper: PathMapper) -> dict[str, Path]:
     """Dataset name → its Delta table folder, for the tables that exist."""
     tables: dict[str, Path] = {}
-    if spec.tables_dir.is_dir():
-        tables.update({p.name: p for p in spec.tables_dir.iterdir() if (p / "_delta_log").is_dir()})
+    tables_dir = spec.tables_dir
+    if isinstance(tables_dir, Path) and tables_dir.is_dir():
+        tables.update({p.name: p for p in tables_dir.iterdir() if (p / "_delta_log").is_dir()})
     for dataset in registry.datasets.values() if registry is not None else ():
         if dataset.path:
             path = Path(mapper.map(dataset.path) if mapper.is_databricks_path(dataset.path) else dataset.path)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.quality.engine import ExpectationResult, QualityMetrics
+from framework.storage_url import StoragePath
 
 
 @dataclass
@@ -73,8 +74,8 @@ class UpdateResult:
     succeeded: bool
     flows: list[FlowResult]
     seconds: float
-    storage: Path
-    event_log: Path
+    storage: StoragePath  # a local folder or an object-store URL
+    event_log: StoragePath
     report: Path | None = None
     error: BaseException | None = None
     kinds: dict[str, str] = field(default_factory=dict)

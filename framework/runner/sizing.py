@@ -123,7 +123,7 @@ def expected_small(spec: PipelineSpec, settings: SmallUpdates) -> bool:
     inputs = _named_inputs(spec)
     if not inputs:
         return False
-    size = bytes_under([*inputs, spec.tables_dir], settings.max_input_bytes)
+    size = bytes_under([*inputs, str(spec.tables_dir)], settings.max_input_bytes)
     return size is not None and size <= settings.max_input_bytes
 
 

@@ -251,7 +251,7 @@ class PipelineRun:
 
     def _stored_path(self, name: str) -> Path | None:
         tables_dir = self.spec.tables_dir
-        if not tables_dir.is_dir():
+        if not isinstance(tables_dir, Path) or not tables_dir.is_dir():  # on an object store: read the catalog
             return None
         return next((p for p in tables_dir.iterdir() if p.name.lower() == name.lower()
                      and (p / "_delta_log").is_dir()), None)
@@ -274,8 +274,8 @@ class _Tables(Mapping[str, "DataFrame"]):
 
     def _names(self) -> list[str]:
         folder = self.run.spec.tables_dir
-        if not folder.is_dir():
-            return []
+        if not isinstance(folder, Path) or not folder.is_dir():  # on an object store: the catalog's tables
+            return sorted(row.name for row in self.run.pipeline.spark.catalog.listTables(self.run.spec.schema))
         return sorted(p.name for p in folder.iterdir() if (p / "_delta_log").is_dir())
 
     def __getitem__(self, name: str) -> DataFrame:

@@ -1,0 +1,72 @@
+"""Small state files the runner keeps beside Spark's checkpoints (a checkpoint's generation id, a once-flow's
+marker), on local disk with Python or on an object store (``s3a://``) through Hadoop's file system of the active
+Spark session, so that the state lives where the checkpoint lives whatever the storage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from framework.storage_url import is_local
+
+
+def exists(path: str | Path) -> bool:
+    """Whether the file ``path`` exists."""
+    if is_local(path):
+        return _local(path).exists()
+    fs, hpath = _hadoop(str(path))
+    return bool(fs.exists(hpath))
+
+
+def read_text(path: str | Path) -> str:
+    """The text of the file ``path`` (UTF-8)."""
+    if is_local(path):
+        return _local(path).read_text(encoding="utf-8")
+    fs, hpath = _hadoop(str(path))
+    stream = fs.open(hpath)
+    try:
+        jvm = _jvm()
+        data = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    return str(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to the file ``path`` (UTF-8), creating its folder; an object store's write is atomic
+    (the object appears when it is complete)."""
+    if is_local(path):
+        target = _local(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        return
+    fs, hpath = _hadoop(str(path))
+    stream = fs.create(hpath, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+
+
+def _local(path: str | Path) -> Path:
+    return Path(str(path).removeprefix("file:"))
+
+
+def _jvm() -> Any:
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or context._jvm is None:
+        raise RuntimeError("a Spark session is needed to reach object storage")
+    return context._jvm
+
+
+def _hadoop(url: str) -> tuple[Any, Any]:
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise RuntimeError("a Spark session is needed to reach object storage")
+    jvm = _jvm()
+    hpath = jvm.org.apache.hadoop.fs.Path(url)
+    return hpath.getFileSystem(session._jsparkSession.sessionState().newHadoopConf()), hpath
