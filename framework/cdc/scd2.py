@@ -1,25 +1,34 @@
 """SCD type 2: the target holds every version of a row with ``__START_AT`` / ``__END_AT``.
 
-Hidden state: ``tombstones`` (keys, ``__seq``), append-only, every delete event applied. With the target's versions
-(each an upsert at its ``__START_AT``) they are the full timeline of a key, so history can be rebuilt exactly.
+Hidden state, both append-only:
+
+* ``tombstones`` (keys, ``__seq``): every delete event applied;
+* ``upserts`` (keys, ``__seq``, value columns): every upsert of a version that holds more than one (it absorbed
+  in-place updates: untracked columns changed, or identical upserts), with the event's own values. A version
+  opened by one upsert is its own record (its ``__START_AT`` and values), so it costs no state.
+
+With the target's versions they are the full timeline of a key, so history is rebuilt exactly as if every event
+had arrived in order, whatever the batching (``framework.cdc.versions``; tests/integration/cdc/test_properties.py).
 
 Per batch, only keys that have events in the batch are touched:
 
 1. events → one row per (key, sequence) (identical duplicates collapse, conflicting ones are refused);
-2. timeline = the key's existing versions + its tombstones + the batch's new events (an event at a sequence the
-   timeline already has is ignored: the first event applied at a sequence wins);
+2. timeline = the key's existing versions and stored upserts (one row per sequence, the stored values first) + its
+   tombstones + the batch's new events (an event at a sequence the timeline already has is ignored: the first
+   event applied at a sequence wins);
 3. versions are rebuilt with window functions: an upsert opens a new version when it follows a delete or nothing,
    or when a tracked column differs from the previous upsert; otherwise it updates the version in place.
    ``__END_AT`` is the sequence of the event that follows the version's last upsert (a delete or the next version);
 4. existing versions travel through the timeline flagged as old, so the rebuilt versions are diffed with them
-   without reading the target again; only new, changed or vanished versions (plus the batch's new tombstones) are
-   materialized once, and go into one Delta MERGE on (keys, ``__START_AT``) (with deletion vectors, so untouched
-   rows are not rewritten);
+   without reading the target again; only new, changed or vanished versions (plus the batch's new tombstones and
+   upserts to keep) are materialized once; the upserts are appended to ``upserts`` first (a replay after a crash
+   rebuilds the same versions from them), then the versions go into one Delta MERGE on (keys, ``__START_AT``)
+   (with deletion vectors, so untouched rows are not rewritten);
 5. the batch's new deletes are appended to ``tombstones``.
 
-Known gap: an existing version only remembers its latest values, so a late event that lands inside a version that
-already absorbed in-place (untracked-only) updates, or inside a run of identical upserts that were coalesced,
-cannot split that run exactly as if it had arrived in order.
+Known gaps: with ``ignore_null_updates`` / ``columns_to_update``, stored upserts and versions hold the values after
+the NULLs were filled in, so a late event that sets a column an upsert above it left unset does not change that
+upsert's filled value. Targets written before ``upserts`` existed have no record of what their versions absorbed.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -54,15 +63,18 @@ from framework.cdc.events import (
 )
 from framework.cdc.metrics import CdcMetrics
 from framework.cdc.small import append_small, commit_versions, create_small, read_pinned, small_version
+from framework.cdc.versions import (
+    HISTORY,
+    NEW,
+    OLD,
+    OLD_END,
+    OLD_VALUES,
+    STORED,
+    VERSION_ACTIONS,
+    changes,
+    changes_single_pass,
+)
 from framework.small_tables import row_bytes
-
-OLD = "__old"
-OLD_END = "__old_end"
-NEW = "__new"
-
-
-def _differs(left: Column, right: Column) -> Column:
-    return ~left.eqNullSafe(right)
 
 
 class Scd2Applier:
@@ -74,6 +86,7 @@ class Scd2Applier:
         self.plan = plan
         self.is_masked = is_masked
         self.tombstones_path = ctx.state_table("tombstones")
+        self.upserts_path = ctx.state_table("upserts")  # see framework.cdc.versions
         # The schema of a target that does not exist yet (a first load): nothing to read back, nothing to match,
         # and the batch's append creates it.
         self.new_target = new_target
@@ -106,22 +119,28 @@ class Scd2Applier:
     def _all_changes(self, timeline: DataFrame, target_schema: StructType) -> DataFrame:
         """The MERGE source (new, changed and vanished versions) and the batch's new tombstones, one DataFrame."""
         if self.plan.tracked == self.plan.values:
-            return self._changes_single_pass(timeline)
+            return changes_single_pass(timeline, self.plan)
         keys = list(self.plan.keys)
         end_type = target_schema[END_AT].dataType
         tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
             *keys, *[F.lit(None).cast(target_schema[c].dataType).alias(c) for c in self.plan.values],
             F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
             F.lit("tombstone").alias(ACTION))
-        return self._changes(timeline).unionByName(tombstones)
+        return changes(timeline, self.plan).unionByName(tombstones)
 
     def _apply_spark(self, all_changes: DataFrame, batch_id: int, app_id: str,
                      num_deletes: int) -> dict[str, Any] | None:
-        """Computed once (the target is scanned once per batch), then a MERGE (an append into a new target) and
-        the tombstones' append, each idempotent under its own app id."""
-        changes = materialize(all_changes)
+        """Computed once (the target is scanned once per batch), then the upserts' append, a MERGE (an append
+        into a new target) and the tombstones' append, each idempotent under its own app id.
+
+        The upserts go first: a replay after a crash rebuilds the same versions from them and the target, while
+        the target alone (already merged) no longer holds the values of the events a version absorbed."""
+        observation = Observation()
+        changes = materialize(all_changes.observe(observation, F.count_if(F.col(ACTION) == HISTORY).alias("h")))
         try:
-            rows = changes.filter(F.col(ACTION) != "tombstone")
+            if observation.get["h"]:
+                self.ctx.writer.append(self._stored(changes), self.upserts_path, f"{app_id}/upserts", batch_id)
+            rows = changes.filter(F.col(ACTION).isin(*VERSION_ACTIONS))
             counts = (self._append(rows, batch_id, app_id) if self.new_target is not None
                       else self._merge(rows, batch_id, app_id))
             if num_deletes:
@@ -134,21 +153,27 @@ class Scd2Applier:
     def _tombstones(self, changes: DataFrame) -> DataFrame:
         return changes.filter(F.col(ACTION) == "tombstone").select(*self.plan.keys, F.col(START_AT).alias(SEQ))
 
+    def _stored(self, changes: DataFrame) -> DataFrame:
+        """The rows of the changes that go to the ``upserts`` state table, as stored there."""
+        return changes.filter(F.col(ACTION) == HISTORY).select(*self.plan.keys, F.col(START_AT).alias(SEQ),
+                                                               *self.plan.values)
+
     def _apply_small(self, all_changes: DataFrame, batch_id: int, app_id: str, version: int,
                      num_deletes: int) -> dict[str, Any] | None:
         """The same writes committed by the driver (``framework.cdc.small``); a MERGE when it must not."""
         from framework.driver_delta import NeedsSpark
 
         data = all_changes.toArrow()
+        self._append_state(data, all_changes.schema, batch_id, app_id, HISTORY)  # first: see _apply_spark
         try:
             assert self.target_rows is not None  # read by _timeline
             counts = commit_versions(self.ctx, self.target_rows, list(self.plan.keys), data, version,
                                      (app_id, batch_id))
         except NeedsSpark:
             changes = self.ctx.spark.createDataFrame(data, all_changes.schema)
-            counts = self._merge(changes.filter(F.col(ACTION) != "tombstone"), batch_id, app_id)
+            counts = self._merge(changes.filter(F.col(ACTION).isin(*VERSION_ACTIONS)), batch_id, app_id)
         if num_deletes:
-            self._append_tombstones(data, all_changes.schema, batch_id, app_id)
+            self._append_state(data, all_changes.schema, batch_id, app_id, "tombstone")
         return counts
 
     def _create_small(self, all_changes: DataFrame, batch_id: int, app_id: str,
@@ -158,30 +183,37 @@ class Scd2Applier:
         import pyarrow.compute as pc
 
         data = all_changes.toArrow()
+        self._append_state(data, all_changes.schema, batch_id, app_id, HISTORY)  # first: see _apply_spark
         columns = [*self.plan.output, START_AT, END_AT]
-        rows = data.filter(pc.not_equal(data.column(ACTION), "tombstone")).select(columns)
+        rows = data.filter(pc.equal(data.column(ACTION), "insert")).select(columns)
         schema = StructType([all_changes.schema[c] for c in columns])
         if not create_small(self.ctx, schema, rows, (app_id, batch_id)):
             return self._apply_spark(self.ctx.spark.createDataFrame(data, all_changes.schema), batch_id, app_id,
                                      num_deletes)
         if num_deletes:
-            self._append_tombstones(data, all_changes.schema, batch_id, app_id)
+            self._append_state(data, all_changes.schema, batch_id, app_id, "tombstone")
         return {"num_inserted_rows": rows.num_rows, "num_updated_rows": 0, "num_deleted_rows": 0}
 
-    def _append_tombstones(self, data: Any, schema: StructType, batch_id: int, app_id: str) -> None:
-        """Append the batch's new tombstones (the Arrow ``data`` of the changes, of ``schema``) with the driver, or
-        through Spark when it must not."""
+    def _append_state(self, data: Any, schema: StructType, batch_id: int, app_id: str, action: str) -> None:
+        """Append the rows of the Arrow ``data`` of the changes (of ``schema``) whose ``__action`` is ``action``
+        (``tombstone``: to the tombstones; ``history``: to the upserts, values included) with the driver, or
+        through Spark when it must not. Nothing when there are none."""
         import pyarrow.compute as pc
         from pyspark.sql.types import StructField
 
         keys = list(self.plan.keys)
-        rows = (data.filter(pc.equal(data.column(ACTION), "tombstone")).select([*keys, START_AT])
-                .rename_columns([*keys, SEQ]))
-        tombstones = StructType([*(schema[k] for k in keys), StructField(SEQ, schema[START_AT].dataType)])
-        txn = (f"{app_id}/tombstones", batch_id)
-        if not append_small(self.ctx, self.tombstones_path, tombstones, rows, txn):
-            self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, tombstones), self.tombstones_path, txn[0],
-                                   batch_id)
+        values = list(self.plan.values) if action == HISTORY else []
+        rows = (data.filter(pc.equal(data.column(ACTION), action)).select([*keys, START_AT, *values])
+                .rename_columns([*keys, SEQ, *values]))
+        if action == HISTORY and not rows.num_rows:
+            return
+        table = StructType([*(schema[k] for k in keys), StructField(SEQ, schema[START_AT].dataType),
+                            *(schema[v] for v in values)])
+        path, name = ((self.upserts_path, "upserts") if action == HISTORY
+                      else (self.tombstones_path, "tombstones"))
+        txn = (f"{app_id}/{name}", batch_id)
+        if not append_small(self.ctx, path, table, rows, txn):
+            self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, table), path, txn[0], batch_id)
 
     def _timeline(self, new: DataFrame) -> tuple[StructType, DataFrame]:
         """The target's schema, and the timeline of the batch's keys: their existing versions and tombstones
@@ -189,13 +221,11 @@ class Scd2Applier:
         keys = list(self.plan.keys)
 
         def flagged_new(events: DataFrame, schema: StructType) -> DataFrame:
-            end_type = schema[END_AT].dataType
-            return events.select(*new.columns, F.lit(False).alias(OLD), F.lit(None).cast(end_type).alias(OLD_END),
-                                 F.lit(True).alias(NEW))
+            return events.select(*new.columns, *self._flags(schema, old=False, new=True))
 
-        tombstones = (read_pinned(self.ctx, self.tombstones_path) if self.pinned
-                      else self.ctx.read_or_none(self.tombstones_path))
-        if self.new_target is not None and tombstones is None:
+        tombstones, upserts = (read_pinned(self.ctx, path) if self.pinned else self.ctx.read_or_none(path)
+                               for path in (self.tombstones_path, self.upserts_path))
+        if self.new_target is not None and tombstones is None and upserts is None:
             # A first load: nothing to read back, every event is new (building the joins against an empty
             # target would only cost analysis time, Spark's optimizer drops them anyway).
             return self.new_target, flagged_new(new, self.new_target)
@@ -206,24 +236,45 @@ class Scd2Applier:
             current = read_pinned(self.ctx, self.ctx.target_path) if self.pinned else None
             self.target_rows = current if current is not None else self.ctx.read(self.ctx.target_path)
             existing = self.target_rows.join(batch_keys, keys, "left_semi")
-        old = self._old_events(existing, batch_keys, tombstones)
+        old = self._old_events(existing, batch_keys, tombstones, upserts)
         fresh = flagged_new(new.join(old.select(*keys, SEQ), [*keys, SEQ], "left_anti"), existing.schema)
         return existing.schema, old.unionByName(fresh)
 
-    def _old_events(self, existing: DataFrame, batch_keys: DataFrame, tombstones: DataFrame | None) -> DataFrame:
-        """The timeline already applied for the batch's keys: versions as upserts, tombstones as deletes."""
+    def _flags(self, schema: StructType, old: bool, new: bool, stored: bool = False) -> list[Column]:
+        """The timeline flags (``framework.cdc.versions``) of a row that is not a version of the target."""
+        values = StructType([schema[c] for c in self.plan.values])
+        return [F.lit(old).alias(OLD), F.lit(None).cast(schema[END_AT].dataType).alias(OLD_END),
+                F.lit(new).alias(NEW), F.lit(None).cast(values).alias(OLD_VALUES), F.lit(stored).alias(STORED)]
+
+    def _old_events(self, existing: DataFrame, batch_keys: DataFrame, tombstones: DataFrame | None,
+                    upserts: DataFrame | None) -> DataFrame:
+        """The timeline already applied for the batch's keys: versions and stored upserts as upserts, tombstones
+        as deletes. A version that is also a stored upsert is one row, with the stored (the event's own) values."""
         keys = list(self.plan.keys)
-        sets = [F.lit(True).alias(set_flag(i)) for i in range(len(self.plan.values))] if self.is_masked else []
+        values = list(self.plan.values)
+        sets = [F.lit(True).alias(set_flag(i)) for i in range(len(values))] if self.is_masked else []
         versions = existing.select(*keys, F.col(START_AT).alias(SEQ), F.lit(UPSERT).cast("tinyint").alias(OP),
-                                   *self.plan.values, *sets, F.lit(True).alias(OLD), F.col(END_AT).alias(OLD_END),
-                                   F.lit(False).alias(NEW))
+                                   *values, *sets, F.lit(True).alias(OLD), F.col(END_AT).alias(OLD_END),
+                                   F.lit(False).alias(NEW), F.struct(*values).alias(OLD_VALUES),
+                                   F.lit(False).alias(STORED))
+        if upserts is not None:
+            stored = upserts.join(batch_keys, keys, "left_semi").select(
+                *keys, SEQ, *[F.col(c).alias(f"__stored_{i}") for i, c in enumerate(values)],
+                F.lit(True).alias("__in_upserts"))
+            both = versions.drop(STORED).join(stored, [*keys, SEQ], "full")
+            in_upserts = F.coalesce(F.col("__in_upserts"), F.lit(False))
+            versions = both.select(
+                *keys, SEQ, F.lit(UPSERT).cast("tinyint").alias(OP),
+                *[F.when(in_upserts, F.col(f"__stored_{i}")).otherwise(F.col(c)).alias(c)
+                  for i, c in enumerate(values)],
+                *sets, F.coalesce(F.col(OLD), F.lit(False)).alias(OLD), OLD_END, F.lit(False).alias(NEW),
+                OLD_VALUES, in_upserts.alias(STORED))
         if tombstones is None:
             return versions
-        value_types = dict(existing.dtypes)
         deletes = tombstones.join(batch_keys, keys, "left_semi").select(
             *keys, SEQ, F.lit(DELETE).cast("tinyint").alias(OP),
-            *[F.lit(None).cast(value_types[c]).alias(c) for c in self.plan.values], *sets,
-            F.lit(False).alias(OLD), F.lit(None).cast(value_types[END_AT]).alias(OLD_END), F.lit(False).alias(NEW))
+            *[F.lit(None).cast(existing.schema[c].dataType).alias(c) for c in values], *sets,
+            *self._flags(existing.schema, old=False, new=False))
         return versions.unionByName(deletes)
 
     def _fill(self, timeline: DataFrame) -> DataFrame:
@@ -237,65 +288,6 @@ class Scd2Applier:
             chosen = F.when((F.col(OP) == UPSERT) & F.col(set_flag(i)), F.struct(F.col(name).alias("v")))
             timeline = timeline.withColumn(name, F.last(chosen, ignorenulls=True).over(segment).getField("v"))
         return timeline.drop("__segment", *[set_flag(i) for i in range(len(self.plan.values))])
-
-    def _changes_single_pass(self, timeline: DataFrame) -> DataFrame:
-        """Every column tracked: a version's values are its first upsert's, so one window pass suffices.
-
-        A version ends at the next boundary (a delete or an upsert that opens a version). The rows kept are the
-        openers (insert when new, update when their end moved), old upserts that no longer open a version
-        (delete), and the batch's new deletes (tombstone).
-        """
-        keys = list(self.plan.keys)
-        ordered = Window.partitionBy(*keys).orderBy(SEQ)
-        tracked = F.struct(*[F.col(c) for c in self.plan.tracked]) if self.plan.tracked else F.lit(0)
-        previous_op = F.lag(OP).over(ordered)
-        opens = (F.col(OP) == UPSERT) & (previous_op.isNull() | (previous_op == DELETE)
-                                         | _differs(F.lag(tracked).over(ordered), tracked))
-        partition = ", ".join(f"`{k}`" for k in keys)
-        next_boundary = F.expr(f"lead(__boundary) IGNORE NULLS OVER (PARTITION BY {partition} ORDER BY {SEQ})")
-        marked = (timeline.withColumn("__opens", opens)
-                  .withColumn("__boundary", F.when((F.col(OP) == DELETE) | F.col("__opens"), F.col(SEQ)))
-                  .withColumn(END_AT, next_boundary))
-        action = (F.when(F.col("__opens") & ~F.col(OLD), F.lit("insert"))
-                  .when(F.col("__opens") & _differs(F.col(END_AT), F.col(OLD_END)), F.lit("update"))
-                  .when(F.col(OLD) & (F.col(OP) == UPSERT) & ~F.col("__opens"), F.lit("delete"))
-                  .when(F.col(NEW) & (F.col(OP) == DELETE), F.lit("tombstone")))
-        return (marked.withColumn(ACTION, action).filter(F.col(ACTION).isNotNull())
-                .select(*keys, *self.plan.values, F.col(SEQ).alias(START_AT), END_AT, ACTION))
-
-    def _changes(self, timeline: DataFrame) -> DataFrame:
-        """Rebuild the versions of the timeline's keys and keep only new, changed and vanished ones.
-
-        Existing versions travel through the timeline as upserts flagged ``__old`` with their ``__END_AT``, so the
-        diff with the target needs no second read of it: a rebuilt version whose first upsert is old is an update
-        (if its end or values changed), one whose first upsert is new is an insert, and an old upsert that no
-        longer opens a version (coalesced into an earlier one) is a delete.
-        """
-        keys = list(self.plan.keys)
-        ordered = Window.partitionBy(*keys).orderBy(SEQ)
-        running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        tracked = F.struct(*[F.col(c) for c in self.plan.tracked]) if self.plan.tracked else F.lit(0)
-        previous_op = F.lag(OP).over(ordered)
-        opens = (F.col(OP) == UPSERT) & (previous_op.isNull() | (previous_op == DELETE)
-                                         | _differs(F.lag(tracked).over(ordered), tracked))
-        marked = (timeline.withColumn("__opens", opens)
-                  .withColumn("__next", F.lead(SEQ).over(ordered))
-                  .withColumn("__vid", F.sum(F.col("__opens").cast("int")).over(running))
-                  .filter(F.col(OP) == UPSERT))
-        values = [F.col(c) for c in self.plan.values]
-        grouped = marked.groupBy(*keys, "__vid").agg(
-            F.min(SEQ).alias(START_AT), F.max_by("__next", SEQ).alias(END_AT),
-            F.max_by(F.struct(*values, F.lit(0).alias("__pad")), SEQ).alias("__v"),
-            F.min_by(F.struct(F.col(OLD), F.col(OLD_END), *values), SEQ).alias("__first"))
-        changed: Column = _differs(F.col(END_AT), F.col(f"__first.{OLD_END}"))
-        for c in self.plan.values:
-            changed = changed | _differs(F.col(f"__v.{c}"), F.col(f"__first.{c}"))
-        action = F.when(~F.col(f"__first.{OLD}"), F.lit("insert")).when(changed, F.lit("update"))
-        rebuilt = grouped.select(*keys, *[F.col(f"__v.{c}").alias(c) for c in self.plan.values], START_AT, END_AT,
-                                 action.alias(ACTION)).filter(F.col(ACTION).isNotNull())
-        vanished = marked.filter(F.col(OLD) & ~F.col("__opens")).select(
-            *keys, *values, F.col(SEQ).alias(START_AT), F.col(OLD_END).alias(END_AT), F.lit("delete").alias(ACTION))
-        return rebuilt.unionByName(vanished)
 
     def _append(self, diff: DataFrame, batch_id: int, app_id: str) -> dict[str, Any] | None:
         """Into a new target every row is an insert: an idempotent append (which creates it) instead of a MERGE."""

@@ -12,7 +12,8 @@ a batch instead:
    inserted versions in: matched on the keys and ``__START_AT``, as the MERGE's condition) in one more job;
 4. commits them with the driver (``framework.driver_delta.overwrite_arrow``: one new file, every old one removed)
    with the batch's ``txn`` action, so that a replayed batch writes nothing, exactly as the MERGE's
-   ``txnAppId``/``txnVersion``; the new tombstones are appended the same way.
+   ``txnAppId``/``txnVersion``; the new upserts to keep (before the target) and tombstones (after it) are
+   appended the same way.
 
 Only targets the driver may write qualify (see ``framework.driver_delta``: no partitions, column mapping,
 constraints or live deletion vectors), and not those that record a change data feed: a consumer of the feed
