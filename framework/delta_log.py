@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from framework import state_files
+from framework.storage_url import is_local
+
 MAX_COMMITS = 100  # above this, replaying the JSON commits on the driver is no longer clearly cheaper
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?(\.[0-9a-f-]+)?\.parquet$")
@@ -30,11 +33,18 @@ class _Unreadable(Exception):
 
 def _listing(table_path: str | Path) -> tuple[Path, list[int], int]:
     """The log folder, its JSON commit versions (ascending) and its newest checkpoint version (-1 if none)."""
-    log = Path(table_path) / "_delta_log"
-    try:
-        names = [p.name for p in log.iterdir()]
-    except OSError:
-        raise _Unreadable from None
+    if not is_local(table_path):  # an object store: listed through Hadoop; its commits are read by Delta only
+        try:
+            names = state_files.names(f"{str(table_path).rstrip('/')}/_delta_log")
+        except Exception:  # py4j: the store cannot be listed (the update's check said why already)
+            raise _Unreadable from None
+        log = Path("/nonexistent-object-store-log")  # reading a commit of it fails: _Unreadable
+    else:
+        log = Path(str(table_path).removeprefix("file:")) / "_delta_log"
+        try:
+            names = [p.name for p in log.iterdir()]
+        except OSError:
+            raise _Unreadable from None
     versions = sorted(int(m.group(1)) for m in map(_COMMIT.match, names) if m)
     checkpoint = max((int(m.group(1)) for m in map(_CHECKPOINT.match, names) if m), default=-1)
     return log, versions, checkpoint

@@ -1,6 +1,7 @@
-"""Small state files the runner keeps beside Spark's checkpoints (a checkpoint's generation id, a once-flow's
-marker), on local disk with Python or on an object store (``s3a://``) through Hadoop's file system of the active
-Spark session, so that the state lives where the checkpoint lives whatever the storage."""
+"""Small files the framework reads and writes beside Spark's (a checkpoint's generation id, a once-flow's marker,
+the names in a Delta log): on local disk with Python, on an object store (``s3a://``) through Hadoop's file system
+of the active Spark session, so that the state lives where the checkpoint or the table lives whatever the
+storage."""
 
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ def exists(path: str | Path) -> bool:
         return _local(path).exists()
     fs, hpath = _hadoop(str(path))
     return bool(fs.exists(hpath))
+
+
+def names(folder: str | Path) -> list[str]:
+    """The names of the entries of ``folder``; empty when it does not exist."""
+    if is_local(folder):
+        local = _local(folder)
+        return [p.name for p in local.iterdir()] if local.is_dir() else []
+    fs, hpath = _hadoop(str(folder))
+    return [str(s.getPath().getName()) for s in fs.listStatus(hpath)] if fs.exists(hpath) else []
 
 
 def read_text(path: str | Path) -> str:
