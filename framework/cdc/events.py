@@ -12,8 +12,9 @@ Input contract (chosen deliberately; tests pin it):
   collapse into one; events that differ → ``CdcError`` naming the key and sequence, never a silent random pick.
   (SCD 1 without ``ignore_null_updates``/``columns_to_update`` checks this at the winning sequence only, because
   lower sequences cannot influence the result.) Databricks declares this case unsupported.
-* **Across batches**, an event whose sequence is not greater than what the target already holds for its key is
-  ignored (the first event applied at a sequence wins), so replaying old data is harmless.
+* **Across batches**, an event at a sequence already applied for its key is ignored (the first event applied at a
+  sequence wins), so replaying old data is harmless. Older events than the key's latest are applied in sequence
+  order: SCD 1 drops them (they cannot change the row), SCD 2 slots them into the key's history.
 
 Rows are checked after ``where`` is applied. Events whose ``apply_as_truncates`` condition is TRUE are truncates,
 else those whose ``apply_as_deletes`` condition is TRUE are deletes, everything else is an upsert (a NULL condition
