@@ -86,6 +86,15 @@ def spark_causes(exc: BaseException) -> list[tuple[CauseInfo, dict[str, str]]]:
     return out
 
 
+def headline(exc: BaseException) -> str:
+    """``Class: first line`` of ``exc``; for a py4j error, whose own text only names the JVM call that failed
+    (``An error occurred while calling o207.json``), of the innermost JVM cause that says something."""
+    from py4j.protocol import Py4JJavaError
+
+    chain = list(_walk(exc))
+    return (_root(chain) if isinstance(exc, Py4JJavaError) else chain[0].info).headline()
+
+
 def cause_chain(exc: BaseException) -> list[CauseInfo]:
     """Every exception of ``exc``'s Python and JVM cause chain, outermost first."""
     if isinstance(exc, FlowError):

@@ -108,13 +108,12 @@ class Resolver:
         except PipelineError:
             raise
         except Exception as exc:  # Spark's analysis of the user's query, reported with its place
-            from framework.failures import user_frame
+            from framework.failures import headline, user_frame
 
             # the line of the user's code that raised (the query function's, or a helper's), else the flow's
             file, line = user_frame(exc) or (flow.location.file, flow.location.line)
             self.problems.append(Problem("QUERY_ANALYSIS_FAILED",
-                                         f"flow '{flow.name}' failed analysis: {type(exc).__name__}: {_first_line(exc)}",
-                                         file, line))
+                                         f"flow '{flow.name}' failed analysis: {headline(exc)}", file, line))
             self.streaming.setdefault(key, False)
 
     def _resolve_output(self, key: str, flow: Flow) -> None:

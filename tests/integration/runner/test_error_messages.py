@@ -36,6 +36,14 @@ def broken():
 def unresolved():
     df = spark.range(3)
     return df.select("nope")  # unresolved column
+
+
+@dlt.table
+def jvm_call():
+    from pyspark import SparkContext
+
+    SparkContext._active_spark_context._jvm.java.lang.Integer.parseInt("not a number")  # the JVM raises
+    return spark.range(1)
 """
 
 
@@ -54,6 +62,9 @@ def test_an_analysis_error_names_the_line_that_raised_and_is_printed_once(
     path = str(tmp_path / "pipeline" / "p.py")
     assert where["broken"] == (path, line_of(PYTHON, "# raises"))  # not the decorator's line
     assert where["unresolved"] == (path, line_of(PYTHON, "# unresolved column"))
+    assert where["jvm_call"] == (path, line_of(PYTHON, "# the JVM raises"))
+    (jvm,) = [p.message for p in result.error.problems if "'jvm_call'" in p.message]
+    assert "NumberFormatException" in jvm and "An error occurred while calling" not in jvm, jvm  # py4j's cause
     assert out.getvalue().count("[INVALID_GRAPH]") == 1, out.getvalue()  # in the summary, not also before it
 
 
