@@ -168,8 +168,10 @@ def build_graph(registry: Registry, reads: Mapping[str, Sequence[Read]], streami
                     problems.append(Problem(
                         "STREAMING_READ_OF_MATERIALIZED_VIEW",
                         f"flow '{flow.name}' streams from materialized view '{source.name}'; a materialized view "
-                        f"is recomputed, not appended to. Use dlt.read(\"{source.name}\") (batch) or make "
-                        f"'{source.name}' a streaming table.", loc.file, loc.line))
+                        "is recomputed, not appended to. " + _say(
+                            loc.file, f"Use dlt.read(\"{source.name}\") (batch) or make '{source.name}' a "
+                            "streaming table.", f"Read it without STREAM (FROM {source.name}) or make "
+                            f"'{source.name}' a STREAMING TABLE."), loc.file, loc.line))
         inputs[key] = ins
         external[key] = exts
 
@@ -182,6 +184,11 @@ def build_graph(registry: Registry, reads: Mapping[str, Sequence[Read]], streami
                           order=order)
     graph.layers = assign_layers(graph, layer_rules or {})
     return graph
+
+
+def _say(file: str | None, python: str, sql: str) -> str:
+    """A fix in the language of the declaration at ``file``: SQL for a ``.sql`` library, else Python."""
+    return sql if file is not None and str(file).lower().endswith(".sql") else python
 
 
 def _resolve_kinds(registry: Registry, streaming: Mapping[str, bool], problems: list[Problem]
@@ -199,8 +206,10 @@ def _resolve_kinds(registry: Registry, streaming: Mapping[str, bool], problems: 
             loc = dataset.location
             problems.append(Problem(
                 "STREAMING_QUERY_FOR_MATERIALIZED_VIEW",
-                f"materialized view '{dataset.name}' returns a streaming DataFrame; use @dp.table (streaming "
-                "table) or read its inputs with spark.read / dlt.read.", loc.file, loc.line))
+                f"materialized view '{dataset.name}' " + _say(
+                    loc.file, "returns a streaming DataFrame; use @dp.table (streaming table) or read its inputs "
+                    "with spark.read / dlt.read.", "reads with STREAM; declare it as a STREAMING TABLE, or read "
+                    "its inputs without STREAM."), loc.file, loc.line))
         kinds[key] = kind
     return kinds
 
@@ -223,8 +232,9 @@ def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Map
         dataset = registry.datasets.get(target)
         if dataset is None:
             close = difflib.get_close_matches(flow.target, names, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else \
-                f" Declare it first: dlt.create_streaming_table(\"{flow.target}\")."
+            hint = f" Did you mean '{close[0]}'?" if close else " Declare it first: " + _say(
+                loc.file, f"dlt.create_streaming_table(\"{flow.target}\").",
+                f"CREATE OR REFRESH STREAMING TABLE {flow.target};")
             problems.append(Problem("UNKNOWN_FLOW_TARGET",
                                     f"flow '{flow.name}' writes to '{flow.target}', which is not declared.{hint}",
                                     loc.file, loc.line))
@@ -235,13 +245,16 @@ def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Map
                 problems.append(Problem(
                     "FLOW_TARGET_NOT_STREAMING_TABLE",
                     f"flow '{flow.name}' ({flow.kind.value}) targets '{dataset.name}', a {kind.value}; its target "
-                    f"must be a streaming table: dlt.create_streaming_table(\"{dataset.name}\")",
+                    "must be a streaming table: " + _say(loc.file, f"dlt.create_streaming_table(\"{dataset.name}\")",
+                                                         f"CREATE OR REFRESH STREAMING TABLE {dataset.name}"),
                     loc.file, loc.line))
             if flow.kind is FlowKind.APPEND and not flow.once and not streaming.get(key, True):
                 problems.append(Problem(
                     "APPEND_FLOW_NOT_STREAMING",
-                    f"append flow '{flow.name}' returns a batch DataFrame; use spark.readStream / "
-                    "dlt.read_stream, or pass once=True for a one-time backfill", loc.file, loc.line))
+                    f"append flow '{flow.name}' " + _say(
+                        loc.file, "returns a batch DataFrame; use spark.readStream / dlt.read_stream, or pass "
+                        "once=True for a one-time backfill", "reads without STREAM; read its source with "
+                        "STREAM(...), or write INSERT INTO ONCE for a one-time backfill"), loc.file, loc.line))
         if flow.kind in (FlowKind.AUTO_CDC, FlowKind.AUTO_CDC_SNAPSHOT) and dataset.expectations:
             problems.append(Problem(
                 "EXPECTATIONS_ON_APPLY_CHANGES_TARGET",
@@ -250,8 +263,10 @@ def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Map
     for key, dataset in registry.datasets.items():
         if dataset.declared_without_query and not registry.flows_into(key):
             problems.append(Problem(
-                "NO_FLOWS", f"streaming table '{dataset.name}' has no flows writing to it: add an @append_flow "
-                "or dlt.apply_changes(...) with this target", dataset.location.file, dataset.location.line))
+                "NO_FLOWS", f"streaming table '{dataset.name}' has no flows writing to it: " + _say(
+                    dataset.location.file, "add an @append_flow or dlt.apply_changes(...) with this target",
+                    f"add a CREATE FLOW ... AS INSERT INTO {dataset.name} BY NAME ... or an APPLY CHANGES INTO "
+                    f"{dataset.name} ..."), dataset.location.file, dataset.location.line))
         cdc = [f for f in registry.flows_into(key) if f.kind in (FlowKind.AUTO_CDC, FlowKind.AUTO_CDC_SNAPSHOT)]
         others = [f for f in registry.flows_into(key) if f not in cdc]
         if cdc and others:

@@ -32,3 +32,37 @@ def test_an_incompatible_cdc_change_suggests_a_full_refresh_command_the_cli_acce
     # what the message suggested before: `--full-refresh` takes no dataset, so argparse refuses the name
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "conf/sample.yaml", "--full-refresh", "dim_customers"])
+
+
+SQL_GRAPH = """
+CREATE OR REFRESH MATERIALIZED VIEW m AS SELECT 1 AS id;
+
+CREATE OR REFRESH STREAMING TABLE s AS SELECT * FROM STREAM(LIVE.m);
+
+CREATE FLOW f AS INSERT INTO nowhere_target BY NAME SELECT * FROM STREAM(LIVE.s);
+
+CREATE OR REFRESH STREAMING TABLE lonely;
+"""
+
+
+def test_a_sql_pipelines_graph_errors_say_the_fix_in_sql(tmp_path: Path) -> None:
+    from framework.errors import GraphError
+    from framework.graph import build_graph
+    from framework.loader import load_pipeline
+    from framework.spec import parse_spec
+    from framework.static_reads import static_reads
+
+    (tmp_path / "g.sql").write_text(SQL_GRAPH)
+    spec = parse_spec(
+        {"name": "g", "libraries": [{"file": {"path": "g.sql"}}]},
+        source=str(tmp_path / "s.yaml"),
+        default_root=tmp_path,
+    )
+    registry = load_pipeline(spec).registry
+    with pytest.raises(GraphError) as caught:
+        build_graph(registry, *static_reads(registry))
+    by_code = {p.code: p.message for p in caught.value.problems}
+    assert "Read it without STREAM (FROM m)" in by_code["STREAMING_READ_OF_MATERIALIZED_VIEW"]
+    assert "CREATE OR REFRESH STREAMING TABLE nowhere_target;" in by_code["UNKNOWN_FLOW_TARGET"]
+    assert "CREATE FLOW ... AS INSERT INTO lonely BY NAME" in by_code["NO_FLOWS"]
+    assert not any("dlt." in m or "@append_flow" in m for m in by_code.values()), by_code  # no Python advice
