@@ -94,3 +94,41 @@ def test_external_json_table_read_as_a_stream(spark: SparkSession, tmp_path: Pat
 def test_example_specs_load() -> None:
     for name in ("watermark", "sequence", "cdc", "snapshot"):
         assert load_spec(REPO / "conf" / f"db_{name}.yaml").name == f"db_{name}"
+
+
+def test_sequence_example_loads_a_late_commit_once(spark: SparkSession, postgres_db: PostgresDatabase,
+                                                   tmp_path: Path) -> None:
+    # the case with the shipped settings (no lookback): A takes seq 2, B takes 3 and commits, an update
+    # reads 3, then A commits: the next update loads 2, and nothing twice
+    db = postgres_db
+    db.execute("CREATE TABLE events (seq bigint GENERATED ALWAYS AS IDENTITY, kind text, payload jsonb)",
+               "INSERT INTO events (kind) VALUES ('x')")
+    spec = example_spec("sequence", db, tmp_path / "storage")
+    a = db.connect()
+    try:
+        a.cursor().execute("INSERT INTO events (kind) VALUES ('a')")
+        db.execute("INSERT INTO events (kind) VALUES ('b')")
+        first = update(spec, spark)
+        a.commit()
+    finally:
+        a.close()
+    assert first.succeeded, first.error
+    assert [(r[0], r[1]) for r in rows(spark, spec, "events_bronze", "seq")] == [(1, "x"), (3, "b")]
+    second = update(spec, spark)
+    assert second.succeeded, second.error
+    assert [(r[0], r[1]) for r in rows(spark, spec, "events_bronze", "seq")] == [(1, "x"), (2, "a"), (3, "b")]
+
+
+def test_sequence_example_with_a_lookback_keeps_each_event_once(spark: SparkSession, postgres_db: PostgresDatabase,
+                                                                tmp_path: Path) -> None:
+    db = postgres_db
+    db.execute("CREATE TABLE events (seq bigint GENERATED ALWAYS AS IDENTITY, kind text, payload jsonb)",
+               "INSERT INTO events (kind) SELECT 'k' || g FROM generate_series(1, 4) g")
+    spec = example_spec("sequence", db, tmp_path / "storage", **{"shop.lookback": "2"})
+    assert update(spec, spark).succeeded
+    db.execute("INSERT INTO events (kind) VALUES ('k5')")
+    result = update(spec, spark)
+    assert result.succeeded, result.error
+    assert [r[0] for r in rows(spark, spec, "events_bronze", "seq")] == [1, 2, 3, 3, 4, 4, 5]  # 3, 4: read again
+    assert [(r[0], r[1]) for r in rows(spark, spec, "events", "seq")] == [(1, "k1"), (2, "k2"), (3, "k3"),
+                                                                          (4, "k4"), (5, "k5")]
