@@ -39,7 +39,9 @@ def _python_source(spark: SparkSession) -> None:
     register_python_source(spark)
 
 
-def _run(spark: SparkSession, db: PostgresDatabase, source: str, out: Path, column: str) -> None:
+def _run(
+    spark: SparkSession, db: PostgresDatabase, source: str, out: Path, column: str, **options: str
+) -> None:
     """One available-now run; each batch's rows go to ``out/batches/<batch id>/<attempt>`` (a batch run again
     from its checkpoint writes a second attempt)."""
 
@@ -51,6 +53,7 @@ def _run(spark: SparkSession, db: PostgresDatabase, source: str, out: Path, colu
         .options(**db.options)
         .option("dbtable", "public.items")
         .option("watermarkColumn", column)
+        .options(**options)
         .load()
         .writeStream.foreachBatch(write)
         .option("checkpointLocation", str(out / "checkpoint"))
@@ -161,3 +164,24 @@ def test_a_checkpoint_with_transactions_in_flight_resumes_in_the_other_twin(
     offsets = [read_offsets(tmp_path / "checkpoint" / "offsets" / str(n))[0] for n in (0, 1)]
     assert offsets[0]["watermark"] == offsets[1]["watermark"] == "4"  # batch 1: only the rows that ended
     assert offsets[0]["inFlight"] and "inFlight" not in offsets[1]
+
+
+@pytest.mark.parametrize("lookback", ["1", "3"])
+@pytest.mark.parametrize("source", [SOURCE_NAME, PYTHON_SOURCE_NAME])
+def test_with_a_lookback_a_late_commit_is_still_read_once(
+    spark: SparkSession, postgres_db: PostgresDatabase, tmp_path: Path, source: str, lookback: str
+) -> None:
+    # seq: x1 1, a1 2, a2 3, b 4, c 5. The second batch reads (4 - lookback, 5] and A's rows below that: with
+    # lookback 1, a1 and a2 by the rows of the transactions that ended; with 3, by the range itself
+    db = postgres_db
+    db.execute(TABLE, "INSERT INTO items (name) VALUES ('x1')")
+    a = _late_transaction(db)
+    try:
+        _run(spark, db, source, tmp_path, "seq", lookback=lookback)
+        a.commit()
+    finally:
+        a.close()
+    db.execute("INSERT INTO items (name) VALUES ('c')")
+    _run(spark, db, source, tmp_path, "seq", lookback=lookback)
+    # b (seq 4) is within either lookback: read again on purpose; A's rows once either way
+    assert _loaded(_attempts(spark, tmp_path)) == sorted(["x1", "b", "a1", "a2", "c", "b"])
