@@ -252,7 +252,7 @@ class ContinuousRun:
 
 def _running_part(flow: _Flow, progresses: list[Any]) -> FlowResult:
     """What a running flow's micro-batches ``progresses`` did: rows read, and (from the query's observed metrics)
-    rows written and dropped by expectations."""
+    rows written, dropped by expectations and holding rescued data."""
     part = _part(flow.result)
     part.batches = len(progresses)
     part.num_input_rows = sum(int(p.numInputRows or 0) for p in progresses)
@@ -262,6 +262,7 @@ def _running_part(flow: _Flow, progresses: list[Any]) -> FlowResult:
     if observed:
         quality = metrics_from_row(observed, (), flow.result.target)
         part.num_output_rows, part.dropped_records = quality.output_rows, quality.dropped_records
+        part.num_rescued_rows = quality.rescued_records  # counted like the rows written (flows.py)
     return part
 
 
