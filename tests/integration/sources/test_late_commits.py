@@ -185,3 +185,27 @@ def test_with_a_lookback_a_late_commit_is_still_read_once(
     _run(spark, db, source, tmp_path, "seq", lookback=lookback)
     # b (seq 4) is within either lookback: read again on purpose; A's rows once either way
     assert _loaded(_attempts(spark, tmp_path)) == sorted(["x1", "b", "a1", "a2", "c", "b"])
+
+
+def test_the_offset_query_finds_what_the_snapshot_does_not_list(postgres_db: PostgresDatabase) -> None:
+    from framework.sources import pgclient
+    from framework.sources.inflight import in_flight
+
+    db = postgres_db
+    db.execute(TABLE)
+    a = db.connect()
+    try:
+        cur = a.cursor()
+        cur.execute("INSERT INTO items (name) VALUES ('a1')")
+        cur.execute("SAVEPOINT s")
+        cur.execute("INSERT INTO items (name) VALUES ('a2')")
+        cur.execute("RELEASE SAVEPOINT s")  # a released subtransaction keeps no lock of its own
+        ((bound, snapshot, running),) = db.query(pgclient.offset_sql("SELECT max(seq)::text FROM items"))
+        a.commit()
+    finally:
+        a.close()
+    assert bound is None  # A's rows are invisible
+    # no id completed after A's: A is at or above the snapshot's xmax, so the snapshot lists nothing in progress
+    assert str(snapshot).endswith(":")
+    xmins = {int(x) for (x,) in db.query("SELECT xmin::text FROM items")}
+    assert len(xmins) == 2 and xmins == {x % 2**32 for x in in_flight(str(snapshot), running)}
