@@ -329,8 +329,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         session_ends_with_update=not continuous and not session_running(),
     )
     if continuous:  # PySpark's SparkContext installs a SIGINT handler of its own (cancel, raise): start it first
+        from framework.runner.lock import update_lock
         from framework.runner.session import get_or_create_session
 
+        with update_lock(spec.storage, "(starting)"):  # a second update still fails before its JVM starts
+            pass
         get_or_create_session()
     with _stop_on_signals(stop, continuous):
         result = run_update(spec, options)

@@ -66,3 +66,30 @@ def test_a_sql_pipelines_graph_errors_say_the_fix_in_sql(tmp_path: Path) -> None
     assert "CREATE OR REFRESH STREAMING TABLE nowhere_target;" in by_code["UNKNOWN_FLOW_TARGET"]
     assert "CREATE FLOW ... AS INSERT INTO lonely BY NAME" in by_code["NO_FLOWS"]
     assert not any("dlt." in m or "@append_flow" in m for m in by_code.values()), by_code  # no Python advice
+
+
+def test_a_second_continuous_run_fails_before_its_jvm_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A continuous run starts its session before the update (so that its Ctrl-C handler is the last one
+    installed), yet a run refused by the storage's update lock still starts no JVM."""
+    import json
+
+    from pyspark import SparkContext
+
+    from framework.cli import main
+    from framework.runner.lock import update_lock
+
+    monkeypatch.setenv("MEDALLION_NO_SERVER", "1")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "p.py").write_text("import dlt\n\n@dlt.table\ndef t():\n    return spark.range(1)\n")
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {"name": "c", "libraries": [{"glob": {"include": "p/**"}}], "storage": str(tmp_path / "storage")}
+        )
+    )
+    with update_lock(tmp_path / "storage", "held-by-the-test"):
+        assert main(["run", str(spec), "--continuous"]) == 1
+    assert "[UPDATE_ALREADY_RUNNING]" in capsys.readouterr().err
+    assert SparkContext._active_spark_context is None
