@@ -18,6 +18,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from framework import state_files
+from framework.storage_url import is_local
+
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
@@ -140,6 +143,10 @@ def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
 
 def read_metadata(state_path: str) -> dict[str, Any] | None:
     """The metadata a target was built with (keys, sequence, SCD type), or None for a new target."""
+    if not is_local(state_path):  # an object store (s3a): through Hadoop, where the target's state lives
+        remote = f"{state_path.rstrip('/')}/{METADATA_FILE}"
+        found: dict[str, Any] | None = json.loads(state_files.read_text(remote)) if state_files.exists(remote) else None
+        return found
     file = local_path(state_path) / METADATA_FILE
     if not file.is_file():
         return None
@@ -148,9 +155,14 @@ def read_metadata(state_path: str) -> dict[str, Any] | None:
 
 
 def write_metadata(state_path: str, metadata: dict[str, Any]) -> None:
-    """Persist the target's metadata atomically (write then rename)."""
+    """Persist the target's metadata atomically (write then rename; on an object store an object appears
+    whole)."""
+    text = json.dumps(metadata, indent=2, sort_keys=True, default=str)
+    if not is_local(state_path):
+        state_files.write_text(f"{state_path.rstrip('/')}/{METADATA_FILE}", text)
+        return
     folder = local_path(state_path)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / (METADATA_FILE + ".tmp")
-    tmp.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))
+    tmp.write_text(text)
     tmp.replace(folder / METADATA_FILE)

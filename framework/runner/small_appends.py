@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from framework import state_files
+from framework.storage_url import is_local
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -83,7 +86,7 @@ class BatchAppender:
         from framework.driver_delta import NeedsSpark, check_writable
         from framework.small_tables import arrow_writable, input_bytes, nullable, plain_files
 
-        if not arrow_writable(batch.schema):
+        if not is_local(self.path) or not arrow_writable(batch.schema):  # s3a: Spark's S3 log store commits
             return False
         size = input_bytes(batch)
         if size > self.max_bytes:
@@ -109,5 +112,5 @@ class BatchAppender:
         """The query's id, kept in its checkpoint across restarts: Delta's streaming sink uses it as the app id
         of its ``txn`` actions. Read once per query (a continuous flow calls this for every micro-batch)."""
         if self._query is None:
-            self._query = str(json.loads((Path(self.checkpoint) / "metadata").read_text())["id"])
+            self._query = str(json.loads(state_files.read_text(f"{self.checkpoint.rstrip('/')}/metadata"))["id"])
         return self._query

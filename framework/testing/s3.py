@@ -156,6 +156,12 @@ class S3Server:
                 return sorted(k[len(prefix):] for k in found)
 
 
+    def files(self, url: str) -> list[str]:
+        """:meth:`keys` without folder markers (the empty ``folder/`` objects Hadoop's s3a client keeps so that a
+        folder whose last file moved away still exists, as a local folder does)."""
+        return [k for k in self.keys(url) if not k.endswith("/")]
+
+
 def split_url(url: str) -> tuple[str, str]:
     """``s3a://bucket/some/key`` -> ``("bucket", "some/key")``."""
     parsed = urllib.parse.urlparse(url)

@@ -83,8 +83,8 @@ def test_file_arrival_on_s3a_matches_local(spark: SparkSession, s3_server: S3Ser
         assert all(r.succeeded for r in results), [(f.name, f.error) for r in results for f in r.flows]
         # the second update reads only the files that landed since the first
         assert results[0].flow("customers_staged").num_input_rows == sum(t.count("\n") for t in batch.values())
-        assert s3_server.keys(source) == []  # moved once staged (cleanSource MOVE) ...
-        assert s3_server.keys(archive) == sorted(k for b in BATCHES[:n + 1] for k in b)  # ... to archive/
+        assert s3_server.files(source) == []  # moved once staged (cleanSource MOVE) ...
+        assert s3_server.files(archive) == sorted(k for b in BATCHES[:n + 1] for k in b)  # ... to archive/
     with session_conf(spark, hadoop_runtime_conf(conf)):
         customers = str(remote.tables_dir / "customers")
         assert _rows(spark, customers, "customer_id", "name", "email") == _rows(
