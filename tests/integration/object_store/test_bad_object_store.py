@@ -5,7 +5,6 @@ log store other than Delta's S3 ones for s3a is refused (its commits are not put
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -61,10 +60,3 @@ def test_a_log_store_unsafe_on_s3a_is_refused(spark: SparkSession, s3_server: S3
     assert error.code == "OBJECT_STORE_UNSAFE_COMMITS"
     assert "LocalLogStore" in str(error) and "S3SingleDriverLogStore" in str(error)
     assert s3_server.keys(s3_prefix) == []
-
-
-def test_local_storage_needs_no_object_store(spark: SparkSession, tmp_path: Path) -> None:
-    from framework.runner.object_store import object_store_locations
-
-    spec = load_spec(REPO_ROOT / "conf" / "file_arrival.yaml", overrides={"storage": str(tmp_path)})
-    assert object_store_locations(spec) == []
