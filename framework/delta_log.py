@@ -92,6 +92,20 @@ def appended_since_creation(table_path: str | Path, max_commits: int = MAX_COMMI
         return False
 
 
+def created_with_id(table_path: str | Path, table_id: str) -> bool:
+    """Whether version 0 of the table (still in its log) was created with the id ``table_id``: False after a
+    REPLACE TABLE (a full refresh keeps the history, but the table gets a new id), whose version 0 a stream
+    restarted from ``startingVersion=0`` would refuse as another table."""
+    try:
+        log, versions, _checkpoint = _listing(table_path)
+        if not versions or versions[0] != 0:
+            return False
+        found = [a["metaData"] for a in _actions(log, 0) if isinstance(a.get("metaData"), dict)]
+    except _Unreadable:
+        return False
+    return bool(found) and found[-1].get("id") == table_id
+
+
 def latest_metadata(table_path: str | Path, max_commits: int = MAX_COMMITS) -> dict[str, Any] | None:
     """The table's current ``metaData`` action (``configuration``, ``description``, ...) read from its newest
     JSON commits; None when it cannot be told cheaply (it is in a checkpoint, or further back than

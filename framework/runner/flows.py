@@ -148,7 +148,7 @@ class FlowExecutor:
         from delta.tables import DeltaTable
 
         declared = self._declared
-        start = DeltaTable.createOrReplace if replace else DeltaTable.createIfNotExists
+        start = DeltaTable.replace if replace else DeltaTable.createIfNotExists  # createOrReplace refuses a new schema at a path
         builder = start(self.env.spark).location(path).addColumns(
             declared if declared is not None else _nullable(df.schema))
         if dataset.partition_cols:

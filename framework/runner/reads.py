@@ -21,7 +21,7 @@ from typing_extensions import override
 
 from framework.context import reader_context
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow
-from framework.delta_log import appended_since_creation, protocol_and_metadata
+from framework.delta_log import appended_since_creation, created_with_id, protocol_and_metadata
 from framework.errors import PipelineError
 from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
@@ -267,7 +267,9 @@ class ExecuteReader(FlowReader):
             return appended_since_creation(path)
         found = protocol_and_metadata(path)
         metadata = found[2] if found is not None else None
-        return metadata is not None and first_batch_from_a_version(checkpoint, str(metadata.get("id")))
+        table_id = str(metadata.get("id")) if metadata is not None else ""
+        return metadata is not None and first_batch_from_a_version(checkpoint, table_id) \
+            and created_with_id(path, table_id)  # a replaced table's version 0 is another table to Delta
 
 
 def external_read(spark: SparkSession, name: str, streaming: bool,

@@ -1,4 +1,4 @@
-"""Which flows an update runs (``--select``), and what a full refresh clears before they run."""
+"""Which flows an update runs (``--select``), and what a full refresh clears (or truncates) before they run."""
 
 from __future__ import annotations
 
@@ -7,12 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from framework.declarations import DatasetKind
+from framework.delta_log import has_commit
 from framework.errors import UpdateError
 from framework.registry import normalize_name
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from framework.declarations import Dataset
     from framework.graph import PipelineGraph
-    from framework.registry import Registry
     from framework.runner.environment import UpdateEnvironment
 
 
@@ -38,12 +43,58 @@ def refresh_targets(graph: PipelineGraph, selected: set[str], *, full_refresh: b
     return {normalize_name(n) for n in full_refresh_selection}
 
 
-def clear_dataset(env: UpdateEnvironment, registry: Registry, key: str) -> None:
-    """Full refresh of one dataset: its data, every checkpoint of flows into it, its Auto Loader schemas and
-    APPLY CHANGES state. Sinks keep their data (as on Databricks); only their flows' checkpoints go."""
-    paths = env.dataset_state(key)
-    if key in registry.datasets:
-        paths.append(Path(env.table_path(registry, key)))
-    for path in paths:
+def clear_dataset(env: UpdateEnvironment, graph: PipelineGraph, key: str, output: StructType | None = None) -> None:
+    """Full refresh of one dataset: every checkpoint of flows into it, its Auto Loader schemas and APPLY CHANGES
+    state go, and its table starts again empty. Sinks keep their data (as on Databricks); only their flows'
+    checkpoints go. The event log is not touched.
+
+    Databricks' full refresh of a streaming table "truncates the streaming table, removes all checkpoint data,
+    and restarts the streaming process with new checkpoints" (``ldp/full-refresh-st``), with "the latest
+    definition of the streaming table" (``REFRESH ... FULL``): the table stays, with its history, so time travel
+    to versions before the refresh still works. So a streaming table with commits is replaced in place (Delta's
+    REPLACE TABLE: one commit that removes every file and sets the table's columns, layout and properties from
+    the declaration, its columns from ``output``, the query's output as the resolution found it, unless a schema
+    is declared); a materialized view is left for its recompute, an overwrite commit. APPLY CHANGES and snapshot
+    targets are still deleted and recreated at version 0: their writers decide by whether the target exists."""
+    registry = graph.registry
+    for path in env.dataset_state(key):
         if path.exists():
             shutil.rmtree(path)
+    if key not in registry.datasets:
+        return
+    table = Path(env.table_path(registry, key))
+    kind = graph.kinds.get(key)
+    cdc = any(f.cdc is not None or f.snapshot_cdc is not None for f in registry.flows_into(key))
+    if has_commit(table) and kind is DatasetKind.MATERIALIZED_VIEW:
+        return  # the recompute overwrites it (replacing the schema where it changed) in one commit
+    if has_commit(table) and not cdc and (output is not None or registry.datasets[key].schema is not None):
+        replace_table(env.spark, str(table), registry.datasets[key], output)
+    elif table.exists():
+        shutil.rmtree(table)
+
+
+def replace_table(spark: SparkSession, path: str, dataset: Dataset, output: StructType | None,
+                  *, create: bool = False) -> None:
+    """Replace (or with ``create``, create when missing) the Delta table at ``path`` with ``dataset``'s declared
+    layout: its declared schema (generated columns included) or ``output``'s columns made nullable (as a write
+    creating the table would store them), partitioning, clustering, comment and table properties."""
+    from delta.tables import DeltaTable
+
+    from framework.columns import declared_schema
+    from framework.small_tables import nullable
+
+    columns = declared_schema(spark, dataset.schema)
+    if columns is None:
+        assert output is not None
+        columns = nullable(output)
+    start = DeltaTable.createIfNotExists if create else DeltaTable.replace  # createOrReplace refuses a new schema at a path
+    builder = start(spark).location(path).addColumns(columns)
+    if dataset.partition_cols:
+        builder = builder.partitionedBy(*dataset.partition_cols)
+    if dataset.cluster_by:
+        builder = builder.clusterBy(*dataset.cluster_by)
+    if dataset.comment:
+        builder = builder.comment(dataset.comment)
+    for name, value in dataset.table_properties.items():
+        builder = builder.property(name, str(value))
+    builder.execute()

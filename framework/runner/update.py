@@ -149,7 +149,7 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         listener.graph_ready(graph, list(flow_events(graph).values()))
         selected = select_flows(graph, [*(options.refresh_selection or ()),
                                         *(options.full_refresh_selection or ())])
-        cleared = _full_refresh(env, graph, options, selected)
+        cleared = _full_refresh(env, resolution, options, selected)
         # A continuous update keeps the settings it started with (a small one's included) until it is stopped:
         # its streaming queries take the session's settings when they start.
         with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
@@ -199,12 +199,14 @@ def _run_continuously(router: ReadRouter, graph: PipelineGraph, selected: set[st
         raise KeyboardInterrupt
 
 
-def _full_refresh(env: UpdateEnvironment, graph: PipelineGraph, options: UpdateOptions,
+def _full_refresh(env: UpdateEnvironment, resolution: Resolution, options: UpdateOptions,
                   selected: set[str]) -> set[str]:
+    graph = resolution.graph
     targets = refresh_targets(graph, selected, full_refresh=options.full_refresh,
                               full_refresh_selection=options.full_refresh_selection or ())
     for key in targets:
-        clear_dataset(env, graph.registry, key)
+        stand_in = resolution.stand_ins.get(key)  # the query's output: the truncated table's new columns
+        clear_dataset(env, graph, key, stand_in.schema if stand_in is not None else None)
     return targets
 
 
