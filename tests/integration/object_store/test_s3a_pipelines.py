@@ -154,6 +154,8 @@ def test_autoloader_streaming_table_and_view_on_s3a_match_local(spark: SparkSess
             assert ENGINE_INFO not in _engines(spark, str(remote.tables_dir / name))
         assert _rows(spark, str(remote.tables_dir / "revenue_by_country"), "country", "revenue") == [
             ("DE", 12.5), ("FR", 5.0), ("IT", 1.0)]
+        # published in the catalog at their s3a location, as local tables are
+        assert spark.table("it_s3a_orders.orders").count() == 4
     schemas = s3_server.keys(f"{s3_prefix}/storage/autoloader")
     assert schemas, "Auto Loader's inferred schema is kept on the object store"
     _no_stray_local_folders()
