@@ -9,7 +9,7 @@ arrival order. Rules, with where they come from (pages under docs.databricks.com
   out of order". So events are applied in sequence order, whatever the arrival order and batching.
 * R2 (same section): "there should be one distinct update per key at each sequencing value". Events with the same
   key and sequence are therefore only exact repeats here (they count once); differing ones are unsupported and the
-  framework refuses them (tests/integration/cdc/test_parameters.py), so the model does not define them.
+  framework refuses them (tests/integration/cdc/test_state.py), so the model does not define them.
 * R3 (cdc, SCD type 1 example): the target holds, per key, the row of its latest event, and no row when that event
   is a delete (``apply_as_deletes``).
 * R4 (ldp-python-ref-apply-changes, ``apply_as_truncates``: SCD type 1 only; the rule is inferred from the
