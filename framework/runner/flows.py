@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framework import state_files
 from framework.columns import computed_columns, same_columns, stored_schema, without_column_clauses
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
 from framework.delta_log import has_commit, latest_metadata
@@ -40,12 +41,11 @@ if TYPE_CHECKING:
 def generation_id(checkpoint: str) -> str:
     """A per-checkpoint id that changes when the checkpoint is cleared (full refresh): used as the
     transaction app id of idempotent writes, so a restarted batch 0 is never mistaken for an old one."""
-    path = Path(checkpoint) / "_medallion_generation"
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = f"{str(checkpoint).rstrip('/')}/_medallion_generation"  # beside the checkpoint, local or s3a
+    if state_files.exists(path):
+        return state_files.read_text(path).strip()
     value = uuid.uuid4().hex
-    path.write_text(value)
+    state_files.write_text(path, value)
     return value
 
 
@@ -141,7 +141,7 @@ class FlowExecutor:
         ``replace``: replace an existing table's columns and layout with the declared ones (Delta's REPLACE
         TABLE: one commit, the table's history kept), for a write that must not change the schema itself."""
         dataset = self.dataset
-        if dataset is None or (Path(path).exists() and not replace) or not (
+        if dataset is None or (state_files.exists(path) and not replace) or not (
                 dataset.cluster_by or dataset.schema is not None
                 or any(k.lower().startswith("delta.") for k in dataset.table_properties)):
             return False
@@ -168,7 +168,7 @@ class FlowExecutor:
         before this step, or when the declaration changed. One metadata-only commit, and none when the
         table's newest metadata (read from its log) already matches."""
         dataset = self.dataset
-        if dataset is None or not (dataset.comment or dataset.table_properties) or not Path(path).exists():
+        if dataset is None or not (dataset.comment or dataset.table_properties) or not state_files.exists(path):
             return
         wanted = {k: str(v) for k, v in dataset.table_properties.items()}
         current = latest_metadata(path)
@@ -266,7 +266,7 @@ class FlowExecutor:
     def _run_materialized_view(self, result: FlowResult) -> None:
         df = self._conform(self._query())
         path = self.env.table_path(self.registry, self.target_key)
-        created = not Path(path).exists()
+        created = not state_files.exists(path)
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, rescued_column=self._rescued_column())
         if not self._overwrite_on_driver(path, out):
@@ -304,9 +304,9 @@ class FlowExecutor:
                                configuration=dict(self.dataset.table_properties))
 
     def _run_once(self, result: FlowResult) -> None:
-        checkpoint = Path(self.env.checkpoint_path(self.flow))
-        marker = checkpoint / "once.done"
-        if marker.exists():
+        checkpoint = self.env.checkpoint_path(self.flow)
+        marker = f"{checkpoint.rstrip('/')}/once.done"
+        if state_files.exists(marker):
             result.status = "COMPLETED"
             result.num_output_rows = 0
             return
@@ -315,18 +315,18 @@ class FlowExecutor:
             raise PipelineError(f"once flow '{self.flow.name}' must return a batch DataFrame (spark.read)",
                                 code="ONCE_FLOW_NOT_BATCH")
         path = self.env.table_path(self.registry, self.target_key)
-        created = not Path(path).exists()
+        created = not state_files.exists(path)
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, rescued_column=self._rescued_column())
         self._prepare_table(path, out)
-        app_id = f"once-{generation_id(str(checkpoint))}"
+        app_id = f"once-{generation_id(checkpoint)}"
         writer = (out.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", app_id).option("txnVersion", "0").options(**self._delta_options()))
         if self.dataset is not None and self.dataset.partition_cols:
             writer = writer.partitionBy(*self.dataset.partition_cols)
         writer.save(path)
         values = observation.get
-        marker.write_text(datetime.now(UTC).isoformat())
+        state_files.write_text(marker, datetime.now(UTC).isoformat())
         self._record(result, dict(values), batches=1)
         self._apply_properties(path, created)
 
@@ -336,7 +336,7 @@ class FlowExecutor:
             raise PipelineError(f"flow '{self.flow.name}' into streaming table '{self.flow.target}' returned a "
                                 "batch DataFrame", code="FLOW_NOT_STREAMING")
         path = self.env.table_path(self.registry, self.target_key)
-        created = not Path(path).exists()
+        created = not state_files.exists(path)
         name = observation_name(self.key)
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, observation_name=name,
@@ -426,7 +426,7 @@ class FlowExecutor:
         spec = self.flow.cdc
         assert spec is not None and self.dataset is not None
         path = self.env.table_path(self.registry, self.target_key)
-        created = not Path(path).exists()
+        created = not state_files.exists(path)
         checkpoint = self._checkpoint()
         target = ApplyChangesTarget(self.env.spark, spec, self.dataset.name, path, self._cdc_state_path(),
                                     target_schema=self.dataset.schema, small_bytes=self.env.small_input_bytes)
@@ -449,10 +449,10 @@ class FlowExecutor:
         """Apply ``source`` to the APPLY CHANGES ``target``, batch by batch; each batch's metrics are appended
         to ``metrics`` once it committed."""
         if not source.isStreaming:
-            marker = Path(checkpoint) / "once.done"
-            if not marker.exists():
+            marker = f"{checkpoint.rstrip('/')}/once.done"
+            if not state_files.exists(marker):
                 metrics.append(target.apply_batch(source, 0, app_id))
-                marker.write_text(datetime.now(UTC).isoformat())
+                state_files.write_text(marker, datetime.now(UTC).isoformat())
             return
         writer = (source.writeStream.option("checkpointLocation", checkpoint).trigger(**self.trigger)
                   .queryName(self.flow.name)
@@ -472,7 +472,7 @@ class FlowExecutor:
         spec = self.flow.snapshot_cdc
         assert spec is not None and self.dataset is not None
         path = self.env.table_path(self.registry, self.target_key)
-        created = not Path(path).exists()
+        created = not state_files.exists(path)
         target = SnapshotTarget(self.env.spark, spec, self.dataset.name, path,
                                 self._cdc_state_path(), target_schema=self.dataset.schema)
 

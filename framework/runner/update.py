@@ -27,6 +27,7 @@ from framework.runner.environment import UpdateEnvironment
 from framework.runner.execute import Execution, flow_events
 from framework.runner.lock import update_lock
 from framework.runner.mapped_paths import mapped_paths
+from framework.runner.object_store import check_object_store, hadoop_runtime_conf
 from framework.runner.prewarm import note_written
 from framework.runner.progress import ConsoleListener, EventLogListener, Listeners, ProgressListener
 from framework.runner.proxy import SessionProxy
@@ -80,9 +81,11 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
     started = time.perf_counter()
     update_id = str(uuid.uuid4())
     result = UpdateResult(update_id, False, [], 0.0, spec.storage, spec.events_dir)
-    spec.storage.mkdir(parents=True, exist_ok=True)
+    if isinstance(spec.storage, Path):  # an object store's folders need no creating
+        spec.storage.mkdir(parents=True, exist_ok=True)
     with update_lock(spec.storage, update_id):
         env = UpdateEnvironment.create(spec, spark or get_or_create_session(), update_id)
+        check_object_store(env.spark, spec)  # before the event log's first commit and any flow
         events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
         listener = Listeners(EventLogListener(events, update_id),
                              ConsoleListener(spec.name, update_id, options.out or sys.stderr))
@@ -105,7 +108,8 @@ def _run_logged(env: UpdateEnvironment, options: UpdateOptions, events: EventLog
     spark = env.spark
     events.start_writer(spark)
     with ExitStack() as restore:  # the session's own settings come back when the update ends
-        restore.enter_context(session_conf(spark, {**env.spec.spark_conf, "pipelines.updateId": env.update_id}))
+        restore.enter_context(session_conf(spark, {**env.spec.spark_conf, **hadoop_runtime_conf(env.spec.spark_conf),
+                                                   "pipelines.updateId": env.update_id}))
         interrupted = False
         try:
             _run(env, options, events, listener, result)
@@ -216,7 +220,7 @@ def _small_update(env: UpdateEnvironment, router: ReadRouter, graph: PipelineGra
     spec = env.spec
     small = load_local_settings().small_updates
     registry = graph.registry
-    tables = {spec.tables_dir, *(Path(env.table_path(registry, k)) for k, d in registry.datasets.items() if d.path)}
+    tables = {str(spec.tables_dir), *(env.table_path(registry, k) for k, d in registry.datasets.items() if d.path)}
     result.small_update = small_update_reason(router.inputs, sorted(tables), small)
     if result.small_update is None:
         return {}
