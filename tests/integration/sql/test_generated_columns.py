@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,3 +133,29 @@ def test_default_and_mask_are_refused_naming_the_clause(tmp_path: Path, column: 
     clause = column.split()[2]
     assert info.value.code == "SQL_UNSUPPORTED_CLAUSE" and f"the {clause} clause" in str(info.value)
     assert info.value.line == 2
+
+
+def test_a_changed_declaration_replaces_the_view_columns_keeping_history(spark: SparkSession, tmp_path: Path) -> None:
+    """A materialized view's recompute keeps its declared columns (no overwriteSchema); when the declaration
+    changes, the table's columns are replaced first (REPLACE TABLE) and the history goes on."""
+    view = """
+        import dlt
+
+        @dlt.table(schema="{columns}")
+        def v():
+            return spark.createDataFrame([(1, "a"), (2, "b")], "id int, name string")
+    """
+    spec = make_pipeline(tmp_path, {"p.py": view.format(columns="id INT NOT NULL, name STRING")})
+    _update(spark, spec)
+    _update(spark, spec)  # the same declaration: overwrites keep NOT NULL
+    assert _columns(spec.tables_dir / "v")["id"][0] is False
+    (tmp_path / "pipeline" / "p.py").write_text(textwrap.dedent(view.format(
+        columns="id INT NOT NULL, name STRING, up STRING GENERATED ALWAYS AS (upper(name))")))
+    _update(spark, spec)
+    columns = _columns(spec.tables_dir / "v")
+    assert columns["up"][1] == {"delta.generationExpression": "upper(name)"} and columns["id"][0] is False
+    rows = spark.read.format("delta").load(str(spec.tables_dir / "v")).orderBy("id").collect()
+    assert [(r.id, r.up) for r in rows] == [(1, "A"), (2, "B")]
+    operations = [r.operation for r in spark.sql(
+        f"DESCRIBE HISTORY delta.`{spec.tables_dir / 'v'}`").orderBy("version").collect()]
+    assert operations[-2:] == ["REPLACE TABLE", "WRITE"] and len(operations) == 5
