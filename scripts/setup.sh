@@ -60,7 +60,7 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
 fi
 
 # SeaweedFS, the S3-compatible server of the object-storage tests (framework/testing/s3.py): built from its Go
-# module once (a few minutes on 2 cores, niced) into .cache/seaweedfs/<version>/weed, milliseconds when cached.
+# module once (a few minutes on 2 cores, niced) into ~/.cache/medallion/seaweedfs/<version>/weed (per user: every clone shares it), milliseconds when cached.
 if command -v go >/dev/null 2>&1; then
   bash scripts/build_seaweedfs.sh >/dev/null \
     || echo "setup: could not build SeaweedFS; the object-storage tests will fail" >&2

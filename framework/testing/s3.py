@@ -4,7 +4,9 @@ temporary folder, stopped at the end.
 SeaweedFS is a real S3 server (https://github.com/seaweedfs/seaweedfs), not a mock: Hadoop's ``s3a`` client talks
 to it exactly as to AWS S3 (signed requests, multipart uploads, path-style addressing, copy-then-delete for a
 rename). The binary is built once from its Go module by ``scripts/build_seaweedfs.sh`` (``make setup`` runs it
-when Go is there) into ``.cache/seaweedfs/<version>/weed``; ``$MEDALLION_WEED`` names another binary.
+when Go is there) into ``~/.cache/medallion/seaweedfs/<version>/weed`` (``$XDG_CACHE_HOME`` if set): per user,
+not per checkout, so that every clone on a machine, CI's included, builds it once; ``$MEDALLION_WEED`` names
+another binary.
 
 The server gets one identity (:data:`ACCESS_KEY` / :data:`SECRET_KEY`, throwaway values that never leave the test
 run) and the buckets it is started with; a request signed with other keys is refused (403), as on AWS. Besides
@@ -41,7 +43,6 @@ from pathlib import Path
 import pytest
 
 from framework.errors import EnvironmentSetupError
-from framework.settings import project_root
 
 SEAWEEDFS_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"  # scripts/build_seaweedfs.sh builds the same one
 BUCKET = "medallion-test"
@@ -58,7 +59,8 @@ def weed_binary() -> Path:
     """
     if os.environ.get("MEDALLION_WEED"):
         return Path(os.environ["MEDALLION_WEED"])
-    binary = project_root() / ".cache" / "seaweedfs" / SEAWEEDFS_VERSION / "weed"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    binary = cache / "medallion" / "seaweedfs" / SEAWEEDFS_VERSION / "weed"
     if not binary.is_file():
         raise EnvironmentSetupError(f"SeaweedFS is not built ({binary} is missing): run `bash "
                                     "scripts/build_seaweedfs.sh` (needs Go; `make setup` runs it), or set "
