@@ -28,7 +28,6 @@ import hmac
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from framework.errors import EnvironmentSetupError
+from framework.testing.postgres import free_port
 
 SEAWEEDFS_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"  # scripts/build_seaweedfs.sh builds the same one
 BUCKET = "medallion-test"
@@ -66,13 +66,6 @@ def weed_binary() -> Path:
                                     "scripts/build_seaweedfs.sh` (needs Go; `make setup` runs it), or set "
                                     "MEDALLION_WEED to a weed binary")
     return binary
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)
