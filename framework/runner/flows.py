@@ -145,21 +145,11 @@ class FlowExecutor:
                 dataset.cluster_by or dataset.schema is not None
                 or any(k.lower().startswith("delta.") for k in dataset.table_properties)):
             return False
-        from delta.tables import DeltaTable
+        from framework.runner.refresh import build_table
 
         declared = self._declared
-        start = DeltaTable.replace if replace else DeltaTable.createIfNotExists  # createOrReplace refuses a new schema at a path
-        builder = start(self.env.spark).location(path).addColumns(
-            declared if declared is not None else _nullable(df.schema))
-        if dataset.partition_cols:
-            builder = builder.partitionedBy(*dataset.partition_cols)
-        if dataset.cluster_by:
-            builder = builder.clusterBy(*dataset.cluster_by)
-        if dataset.comment:
-            builder = builder.comment(dataset.comment)
-        for key, value in dataset.table_properties.items():
-            builder = builder.property(key, value)
-        builder.execute()
+        build_table(self.env.spark, path, dataset, declared if declared is not None else _nullable(df.schema),
+                    replace=replace)
         return True
 
     def _apply_properties(self, path: str, created: bool) -> None:

@@ -78,8 +78,6 @@ def replace_table(spark: SparkSession, path: str, dataset: Dataset, output: Stru
     """Replace (or with ``create``, create when missing) the Delta table at ``path`` with ``dataset``'s declared
     layout: its declared schema (generated columns included) or ``output``'s columns made nullable (as a write
     creating the table would store them), partitioning, clustering, comment and table properties."""
-    from delta.tables import DeltaTable
-
     from framework.columns import declared_schema
     from framework.small_tables import nullable
 
@@ -87,7 +85,15 @@ def replace_table(spark: SparkSession, path: str, dataset: Dataset, output: Stru
     if columns is None:
         assert output is not None
         columns = nullable(output)
-    start = DeltaTable.createIfNotExists if create else DeltaTable.replace  # createOrReplace refuses a new schema at a path
+    build_table(spark, path, dataset, columns, replace=not create)
+
+
+def build_table(spark: SparkSession, path: str, dataset: Dataset, columns: StructType, *, replace: bool) -> None:
+    """Create the Delta table at ``path`` if missing or, with ``replace``, replace it (one commit, history kept)
+    with ``columns`` and ``dataset``'s partitioning, clustering, comment and table properties."""
+    from delta.tables import DeltaTable
+
+    start = DeltaTable.replace if replace else DeltaTable.createIfNotExists  # createOrReplace refuses a new schema at a path
     builder = start(spark).location(path).addColumns(columns)
     if dataset.partition_cols:
         builder = builder.partitionedBy(*dataset.partition_cols)
