@@ -9,7 +9,9 @@
   ``conf/sample.yaml`` whose ``dbfs:/mnt/landing`` mapping points at the generated data (the sample spec maps it into
   ``runs/sample/landing``, which ``make demo`` owns). Also reported: CPU seconds of the machine (``/proc/stat``)
   and of the driver JVM (sampled until it exits), and with ``--cold-compare`` the same runs, alternating, with the
-  JVM's stock start (no class-data sharing archive, no small-command JIT options). Limit: the median <= 20 s.
+  JVM's stock start (no class-data sharing archive, no small-command JIT options) and with a bare PySpark + Delta
+process that writes one row (``bench/bare_delta_floor.py``); the ratio of the sample's cold run to that floor is
+printed (issue 35: <= 0.6). Limit: the median <= 20 s.
 
 ``--pipeline p1-small`` runs the same measurements on an equivalent small pipeline without Auto Loader and APPLY
 CHANGES (``bench/runner_pipelines/p1``: JSON files -> streaming table -> streaming table with expectations ->
@@ -225,7 +227,8 @@ def cold(pipeline: str, work: Path, runs: int, variants: dict[str, dict[str, str
         for name, extra in variants.items():
             storage = work / f"cold_storage_{name}_{i}"
             shutil.rmtree(storage, ignore_errors=True)
-            cmd = [sys.executable, "-m", "framework.cli", "run", str(spec_path), "--storage", str(storage)]
+            cmd = ([sys.executable, "-m", "bench.bare_delta_floor", str(storage / "t")] if name == BARE
+                   else [sys.executable, "-m", "framework.cli", "run", str(spec_path), "--storage", str(storage)])
             run, proc = timed_cli(cmd, {**os.environ, "MEDALLION_NO_SERVER": "1", **extra})
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
@@ -252,10 +255,12 @@ def cold_lines(results: dict[str, list[ColdRun]]) -> list[str]:
     return lines
 
 
+BARE = "bare PySpark + Delta, one row"  # bench/bare_delta_floor.py: the floor of issue 35's cold ratio
 COLD_VARIANTS = {
     "as configured": {},
     # the JVM's stock start: no class-data sharing archive, tiered C1+C2 whatever the input size
     "no archive, tiered JIT": {"MEDALLION_CDS": "0", "MEDALLION_SMALL_JAVA_OPTIONS": "0"},
+    BARE: {},
 }
 
 
@@ -294,6 +299,10 @@ def main() -> None:
               f"[P6] last fresh update: {w['flows']} flows, per flow {w['per_flow']}, "
               f"sum of flow times {w['flow_sum']}s (up to 4 flows at a time) in {w['wall']}s"]
     lines += cold_lines(cold_runs)
+    if BARE in cold_runs:
+        ratio = statistics.median(r.wall for r in cold_runs["as configured"]) / statistics.median(
+            r.wall for r in cold_runs[BARE])
+        lines.append(f"[P6] cold sample run / cold bare PySpark + Delta one-row process: {ratio:.2f} (limit 0.6)")
     lines.append(f"[P6] load average after: {os.getloadavg()}")
     median = statistics.median(w["fresh"])
     lines.append(f"[P6] warm incremental median {statistics.median(w['incremental']):.2f}s")
