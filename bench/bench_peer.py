@@ -77,6 +77,10 @@ def spark_conf() -> dict[str, str]:
     settings = load_local_settings()
     conf = {k: str(v) for k, v in settings.spark_conf.items()}
     conf["spark.jars"] = ",".join(str(p) for p in settings.jar_paths())
+    # The peer runs without the framework's jar, so with Delta's own LocalLogStore for file: paths (as both sides
+    # did before the framework shipped medallion.storage.AtomicLocalLogStore); naming ours would fail its first
+    # commit with ClassNotFoundException.
+    conf["spark.delta.logStore.file.impl"] = "io.delta.storage.LocalLogStore"
     return conf
 
 
