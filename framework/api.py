@@ -35,6 +35,7 @@ from framework.declarations import (
     SourceLocation,
 )
 from framework.errors import DeclarationError
+from framework.incremental.policy import parse_policy
 from framework.registry import active_registry, merge_expectations
 
 QueryFunction = Callable[[], Any]
@@ -236,6 +237,8 @@ def _table_options(location: SourceLocation, *, comment: str | None = None,
         _check_column_clauses(schema, location)
     if format is not None and format.lower() != "delta":
         raise _fail("DECLARATION_FORMAT_UNSUPPORTED", location, format=format)
+    if refresh_policy is not None and parse_policy(refresh_policy) is None:
+        raise _fail("DECLARATION_REFRESH_POLICY", location, value=refresh_policy)
     return dict(comment=comment, spark_conf=_dict(spark_conf), table_properties=_dict(table_properties),
                 partition_cols=parts, cluster_by=clusters, cluster_by_auto=bool(cluster_by_auto), path=path,
                 schema=schema, private=bool(private), row_filter=row_filter, refresh_policy=refresh_policy)

@@ -113,6 +113,8 @@ DECLARATION_MESSAGES: dict[str, str] = {
     "DECLARATION_SCHEMA_TYPE": "schema must be a DDL string or a StructType, got {schema_type}",
     "DECLARATION_SCHEMA_COLUMN": "schema: {detail}",
     "DECLARATION_FORMAT_UNSUPPORTED": "format={format!r} is not supported: pipeline tables are Delta tables",
+    "DECLARATION_REFRESH_POLICY": (
+        "refresh_policy must be one of 'auto', 'incremental', 'incremental_strict', 'full', got {value!r}"),
     "DECLARATION_LAYOUT_CONFLICT": "partition_cols and cluster_by cannot be used together: choose one layout",
     # expectations
     "DECLARATION_EXPECTATIONS_NOT_A_DICT": "{decorator} takes a dict of name -> constraint, got {argument_type}",

@@ -87,6 +87,7 @@ class CreateDataset:
     query: Fragment | None = None
     flow_once: bool = False  # FLOW INSERT ONCE BY NAME
     changes: ChangesClause | None = None  # FLOW AUTO CDC ...
+    refresh_policy: str | None = None  # REFRESH POLICY {AUTO | INCREMENTAL | INCREMENTAL STRICT | FULL}
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ class _Parser:
             raise EnvelopeError(f"materialized view '{name}' needs AS query", start)
         return CreateDataset(kind, name, start, private, columns, constraints, clauses.comment, clauses.properties,
                              clauses.partition_cols, clauses.cluster_by, clauses.cluster_auto, clauses.location,
-                             query, once, changes)
+                             query, once, changes, clauses.refresh_policy)
 
     def _table_spec(self) -> tuple[tuple[str, ...], tuple[Constraint, ...]]:
         body = self.parenthesized()
@@ -387,6 +388,11 @@ class _Parser:
                 clauses.cluster_by = tuple(n.strip("`") for n in self.name_list())
         elif self.accept("LOCATION"):
             clauses.location = self.string()
+        elif self.at("REFRESH") and self.at("POLICY", ahead=1):
+            self.i += 2
+            policy = self.expect("AUTO", "INCREMENTAL", "FULL").value.upper()
+            clauses.refresh_policy = "INCREMENTAL STRICT" if policy == "INCREMENTAL" and self.accept("STRICT") \
+                else policy
         elif self.accept("USING"):
             self.expect("DELTA")
         elif self.at("DEFAULT") and self.at("COLLATION", ahead=1):
@@ -523,6 +529,7 @@ class _Clauses:
     cluster_by: tuple[str, ...] = ()
     cluster_auto: bool = False
     location: str | None = None
+    refresh_policy: str | None = None
 
 
 def _split_top_level(body: Fragment) -> list[Fragment]:

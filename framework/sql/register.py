@@ -119,7 +119,7 @@ def _dataset(statement: Statement, parsed: env.CreateDataset, library: _Library)
         name=name, kind=_KINDS[parsed.kind], location=location, comment=parsed.comment,
         spark_conf=dict(library.settings), table_properties=dict(parsed.properties),
         partition_cols=parsed.partition_cols, cluster_by=parsed.cluster_by, cluster_by_auto=parsed.cluster_by_auto,
-        path=parsed.location, schema=schema, private=parsed.private,
+        path=parsed.location, schema=schema, private=parsed.private, refresh_policy=parsed.refresh_policy,
         expectations=expectations, declared_without_query=parsed.query is None)
     registry = active_registry()
     registry.add_dataset(dataset)
