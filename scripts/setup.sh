@@ -68,6 +68,12 @@ else
   echo "setup: no Go toolchain (https://go.dev/dl, 1.26+): the object-storage tests need it once to build SeaweedFS" >&2
 fi
 
+# Apache Kafka's own broker for the Kafka tests and `medallion kafka start` (framework/testing/kafka.py): its jars
+# resolved by Maven from Maven Central once into ~/.cache/medallion/kafka/<version>/ (per user, not on Spark's
+# class path; about 45 MB, 10-30 s), milliseconds when cached.
+.venv/bin/python -m framework.testing.kafka fetch >/dev/null \
+  || echo "setup: could not fetch Apache Kafka's jars; the Kafka tests will fail" >&2
+
 # Headless Chromium renders the data-quality report in the end-to-end tests. Installed from Debian's packages
 # when running as root (CI, containers); elsewhere that test says how to install it.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

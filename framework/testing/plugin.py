@@ -5,7 +5,8 @@ Installed with the framework, the plugin is registered through the ``pytest11`` 
 project's tests get the fixtures without any ``conftest.py``. Tests that need no Spark never start it: the
 session is built lazily by the first test that asks for ``spark``. ``postgres`` / ``postgres_db``
 (``framework.testing.postgres``) start a throwaway PostgreSQL cluster the same way, only for the tests that ask,
-and ``s3_server`` / ``s3_prefix`` (``framework.testing.s3``) a throwaway S3-compatible server (SeaweedFS).
+``s3_server`` / ``s3_prefix`` (``framework.testing.s3``) a throwaway S3-compatible server (SeaweedFS), and
+``kafka_broker`` / ``kafka_topic`` (``framework.testing.kafka``) Apache Kafka's own broker.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from framework.testing.kafka import kafka_broker, kafka_topic
 from framework.testing.postgres import postgres, postgres_db
 from framework.testing.s3 import s3_prefix, s3_server
 
@@ -97,5 +99,5 @@ def pipeline_run(run_pipeline: RunPipeline, request: pytest.FixtureRequest) -> P
     return run_pipeline(*marker.args, **marker.kwargs)
 
 
-__all__ = ["pipeline_run", "postgres", "postgres_db", "run_pipeline_fixture", "s3_prefix", "s3_server", "spark",
+__all__ = ["kafka_broker", "kafka_topic", "pipeline_run", "postgres", "postgres_db", "run_pipeline_fixture", "s3_prefix", "s3_server", "spark",
            "storage"]
