@@ -110,6 +110,7 @@ def computed_columns(schema: StructType | None) -> dict[str, str | None]:
 def _column(text: str) -> tuple[str, dict[str, Any]]:
     """One column definition without its GENERATED clause, and that clause as Delta metadata."""
     name = _column_name(text)
+    text = _without_key_constraint(text)
     words = [(m.start(), m.group(0).upper()) for m in _top_level_words(text)]
     for (_, before), (_, word) in itertools.pairwise(words):
         if word in _UNSUPPORTED and not (word == "DEFAULT" and before == "BY"):  # BY DEFAULT AS IDENTITY is fine
@@ -121,6 +122,24 @@ def _column(text: str) -> tuple[str, dict[str, Any]]:
     start = generated[0]
     end, extras = _generated(text[start:], name)
     return (text[:start].rstrip() + " " + text[start + end:].lstrip()).strip(), extras
+
+
+_AFTER_KEY = {"COMMENT", "MASK", "GENERATED", "DEFAULT"}  # clauses that may follow a column's key constraint
+
+
+def _without_key_constraint(text: str) -> str:
+    """A column definition without its informational key constraint (``[CONSTRAINT name] PRIMARY KEY ...`` or
+    ``[CONSTRAINT name] FOREIGN KEY REFERENCES parent [(col)] [options]``). Databricks records these in Unity
+    Catalog and enforces none of them; Spark's schema parser does not read them, so they are left out here."""
+    words = [(m.start(), m.group(0).upper()) for m in _top_level_words(text)][1:]  # after the column's name
+    start = None
+    for i, (offset, word) in enumerate(words):
+        following = words[i + 1][1] if i + 1 < len(words) else ""
+        if start is None and (word == "CONSTRAINT" or (word in ("PRIMARY", "FOREIGN") and following == "KEY")):
+            start = offset
+        elif start is not None and word in _AFTER_KEY:
+            return (text[:start].rstrip() + " " + text[offset:]).strip()
+    return text if start is None else text[:start].rstrip()
 
 
 def _generated(text: str, name: str) -> tuple[int, dict[str, Any]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import SqlError
+from framework.sql.metadata_column import mentions_metadata, with_metadata, without_metadata
 from framework.sqlcompat import translate_databricks_sql
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
     plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
     ctes: set[str] = set()
     found: list[Relation] = []
-    for node, streaming, aliased in _nodes(plan, False):
+    for node, streaming, alias in _nodes(plan, False):
         name = node.nodeName()
         if name == "UnresolvedWith":
             relations = node.cteRelations()
@@ -63,30 +64,41 @@ def parse_relations(spark: Any, text: str) -> list[Relation]:
         elif name == "UnresolvedRelation":
             parts = _strings(node.multipartIdentifier())
             relation = _table_or_files(node, parts, streaming or bool(node.isStreaming()))
-            found.append(relation if aliased or relation.kind != "table" else
-                         dataclasses.replace(relation, alias=parts[-1]))
+            found.append(_aliased(relation, node, parts, alias))
         elif name == "UnresolvedTableValuedFunction":
             function = _function(node, streaming or bool(node.isStreaming()))
             if function is not None:  # other table-valued functions (range, explode, ...) are Spark's own
-                found.append(function)
+                found.append(_aliased(function, node, [], alias))
     return [r for r in found if not (r.kind == "table" and r.name.lower() in ctes)]
 
 
-def _nodes(node: Any, streaming: bool, aliased: bool = False) -> Iterator[tuple[Any, bool, bool]]:
-    """Every plan node with whether it sits under ``STREAM``, subqueries included, and whether the query gives
-    it an alias (its parent is a ``SubqueryAlias``). A ``STREAM(...)`` node stands for its child, which takes its
-    place in the text."""
+def _aliased(relation: Relation, node: Any, parts: list[str], alias: str | None) -> Relation:
+    """The name the rewritten text gives the relation's view. A table without an alias: its own name, which its
+    columns are qualified by. ``STREAM(t) f`` / ``STREAM t AS f``: the wrapper's place in the text covers the
+    alias too (Spark's parser), so the alias is written again after the view's name."""
+    if alias is not None and isinstance(node, _Spanned):
+        return dataclasses.replace(relation, alias=alias)
+    if relation.kind != "table" or alias is not None:
+        return relation
+    return dataclasses.replace(relation, alias=parts[-1])
+
+
+def _nodes(node: Any, streaming: bool, alias: str | None = None) -> Iterator[tuple[Any, bool, str | None]]:
+    """Every plan node with whether it sits under ``STREAM``, subqueries included, and the alias the query
+    gives it (its parent is a ``SubqueryAlias``), if any. A ``STREAM(...)`` node stands for its child, which
+    takes its place in the text."""
     kind = node.nodeName()
     if kind == "NamedStreamingRelation":
         child = node.child()
-        yield _Spanned(child, node, child.nodeName()), True, aliased  # in the text: STREAM(...) stands for x
+        yield _Spanned(child, node, child.nodeName()), True, alias  # in the text: STREAM(...) stands for x
         return
-    yield node, streaming, aliased
+    yield node, streaming, alias
     if kind in _LEAVES:
         return
+    named = str(node.alias()) if kind == "SubqueryAlias" else None
     for seq in (node.children(), node.subqueries()):
         for i in range(seq.size()):
-            yield from _nodes(seq.apply(i), streaming, kind == "SubqueryAlias")
+            yield from _nodes(seq.apply(i), streaming, named)
     if kind == "UnresolvedWith":  # the CTEs' own queries are not children
         relations = node.cteRelations()
         for i in range(relations.size()):
@@ -177,15 +189,19 @@ def query_dataframe(text: str) -> DataFrame:
     relations = sorted(parse_relations(spark, text), key=lambda r: r.start, reverse=True)
     rewritten = text
     session = spark
+    metadata = mentions_metadata(text)
     for relation in relations:
         view = f"__live_sql_{next(_COUNTER)}"
         df = _read(spark, relation)
+        if metadata and relation.kind in ("read_files", "cloud_files", "files"):
+            df = with_metadata(df)
         df.createOrReplaceTempView(view)
         session = df.sparkSession  # the real session: the proxy's SQL bookkeeping is for user SQL
         # named as the query names the table (for `x.col`, and in Spark's messages), never `__live_sql_N`
         named = f"`{view}`" + (f" AS {_quote(relation.alias)}" if relation.alias else "")
         rewritten = rewritten[:relation.start] + named + rewritten[relation.stop + 1:]
-    return session.sql(translate_databricks_sql(rewritten))
+    result = session.sql(translate_databricks_sql(rewritten))
+    return without_metadata(spark, translate_databricks_sql(text), result) if metadata else result
 
 
 def _read(spark: Any, relation: Relation) -> DataFrame:

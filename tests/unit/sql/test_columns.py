@@ -36,3 +36,16 @@ def test_refused_or_malformed_clauses_name_the_clause(column: str, clause: str) 
     with pytest.raises(ColumnClauseError) as info:
         split_column_list(f"id INT, {column}")
     assert (info.value.column, info.value.clause) == ("n", clause)
+
+
+@pytest.mark.parametrize(("column", "ddl"), [
+    ("k BIGINT FOREIGN KEY REFERENCES other.t", "k BIGINT"),
+    ("k BIGINT NOT NULL FOREIGN KEY REFERENCES other.t (id) NOT ENFORCED", "k BIGINT NOT NULL"),
+    ("k BIGINT CONSTRAINT fk FOREIGN KEY REFERENCES main.ref.t (id) COMMENT 'a KEY'", "k BIGINT COMMENT 'a KEY'"),
+    ("k INT PRIMARY KEY RELY", "k INT"),
+    ("k INT CONSTRAINT pk PRIMARY KEY", "k INT"),
+])
+def test_column_level_key_constraints_are_informational(column: str, ddl: str) -> None:
+    """Issue 36: Databricks' column constraints (PRIMARY KEY, FOREIGN KEY REFERENCES, with or without a name)
+    are recorded, not enforced; Spark's schema parser does not read them."""
+    assert split_column_list(column + ", v STRING").ddl == ddl + ", v STRING"
