@@ -42,3 +42,5 @@ __all__ = [
     "expect_all_or_drop", "expect_all_or_fail", "expect_or_drop", "expect_or_fail", "foreach_batch_sink",
     "materialized_view", "on_event_hook", "read", "readStream", "read_stream", "table", "temporary_view", "view",
 ]
+
+del materialized_view_decorator, table_decorator, view_decorator  # factories, not Databricks' names

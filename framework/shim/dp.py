@@ -1,9 +1,10 @@
-"""``from pyspark import pipelines as dp`` inside a pipeline loaded by the framework resolves to this module."""
+"""``from pyspark import pipelines as dp`` inside a pipeline loaded by the framework resolves to this module.
+
+Its public names are exactly Databricks' ``pyspark.pipelines`` (no ``read``, ``read_stream`` or the legacy
+``apply_changes*``, which only ``dlt`` has): a pipeline that uses a name Databricks' ``dp`` lacks fails here too."""
 
 from framework.api import (
     append_flow,
-    apply_changes,
-    apply_changes_from_snapshot,
     create_auto_cdc_flow,
     create_auto_cdc_from_snapshot_flow,
     create_sink,
@@ -17,8 +18,6 @@ from framework.api import (
     foreach_batch_sink,
     materialized_view_decorator,
     on_event_hook,
-    read,
-    read_stream,
     table_decorator,
     view_decorator,
 )
@@ -29,8 +28,10 @@ materialized_view = materialized_view_decorator("dp.materialized_view")
 temporary_view = view_decorator("dp.temporary_view")
 
 __all__ = [
-    "append_flow", "apply_changes", "apply_changes_from_snapshot", "create_auto_cdc_flow",
+    "append_flow", "create_auto_cdc_flow",
     "create_auto_cdc_from_snapshot_flow", "create_sink", "create_streaming_table", "expect", "expect_all",
     "expect_all_or_drop", "expect_all_or_fail", "expect_or_drop", "expect_or_fail", "foreach_batch_sink",
-    "materialized_view", "on_event_hook", "read", "read_stream", "table", "temporary_view",
+    "materialized_view", "on_event_hook", "table", "temporary_view",
 ]
+
+del materialized_view_decorator, table_decorator, view_decorator  # factories, not Databricks' names

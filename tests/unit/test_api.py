@@ -637,7 +637,7 @@ def test_declarations_outside_a_registration_context(declare) -> None:
     assert "only work inside a pipeline file run by the framework" in str(info.value)
 
 
-@pytest.mark.parametrize("reader", [dlt.read, dlt.read_stream, dlt.readStream, dp.read, dp.read_stream])
+@pytest.mark.parametrize("reader", [dlt.read, dlt.read_stream, dlt.readStream])
 def test_read_outside_a_query_function(reader) -> None:
     with registration_context(), pytest.raises(RegistrationContextError) as info:
         reader("orders")
@@ -658,7 +658,7 @@ def test_read_delegates_to_the_active_reader() -> None:
     with reader_context(Reader()):
         assert dlt.read("a") == ("batch", "a")
         assert dlt.readStream("b") == ("stream", "b")
-        assert dp.read_stream("c") == ("stream", "c")
+        assert dlt.read_stream("c") == ("stream", "c")
 
 
 def test_registration_contexts_nest_and_restore() -> None:

@@ -152,6 +152,21 @@ def test_dp_has_the_current_names() -> None:
         assert hasattr(shim_dp, name), name
 
 
+@pytest.mark.parametrize("module", [shim_dlt, shim_dp], ids=["dlt", "dp"])
+def test_dir_shows_exactly_the_public_names(module: ModuleType) -> None:
+    """Issue 36: ``dir(dlt)`` / ``dir(dp)`` list Databricks' names and nothing of ours (no decorator factories)."""
+    names = [n for n in dir(module) if n.isidentifier() and not n.startswith("_")]  # not pytest's @py_builtins
+    assert sorted(names) == sorted(module.__all__)
+
+
+def test_dp_lacks_what_only_dlt_has() -> None:
+    """Databricks' ``pyspark.pipelines`` has no ``read``/``read_stream`` (``spark.read.table`` instead) and no
+    legacy ``apply_changes*`` (``create_auto_cdc*`` instead): a pipeline using them would fail there."""
+    for name in ("read", "read_stream", "readStream", "apply_changes", "apply_changes_from_snapshot", "view"):
+        assert not hasattr(shim_dp, name), name
+        assert hasattr(shim_dlt, name), name
+
+
 def test_dlt_also_has_the_new_names() -> None:
     for name in ("materialized_view", "temporary_view", "create_auto_cdc_flow",
                  "create_auto_cdc_from_snapshot_flow", "create_sink", "foreach_batch_sink"):
