@@ -285,6 +285,23 @@ class ConnectorMissingError(PipelineError):
         super().__init__(f"the '{source_format}' data source is not on Spark's class path; {fix}")
 
 
+class KafkaError(PipelineError):
+    """A Kafka read or sink cannot be used, found on the driver before Spark plans the flow:
+    ``KAFKA_BROKER_UNREACHABLE`` (no broker of ``kafka.bootstrap.servers`` answered in time),
+    ``KAFKA_TOPIC_NOT_FOUND``, ``KAFKA_AUTHENTICATION_FAILED`` (SASL/SSL refused), ``KAFKA_OPTIONS_INVALID``.
+
+    Attributes:
+        servers: the bootstrap servers tried. topics: the topics concerned (missing ones for TOPIC_NOT_FOUND).
+    """
+
+    code = "KAFKA_ERROR"
+
+    def __init__(self, message: str, *, code: str, servers: str = "", topics: Sequence[str] = ()) -> None:
+        self.servers = servers
+        self.topics = tuple(topics)
+        super().__init__(message, code=code)
+
+
 class SqlError(PipelineError):
     """A DLT SQL statement the framework cannot take: a parse error, an unsupported statement or clause. Names
     the file, line and column, and the dataset where known (``column`` holds the column)."""

@@ -401,6 +401,10 @@ class FlowExecutor:
             else:
                 query = start_query(out, lambda: writer.toTable(opts["tableName"]))
         else:
+            if self.sink.format == "kafka":
+                from framework.kafka import check_kafka_sink
+
+                check_kafka_sink(out.sparkSession, self.sink.options)  # brokers answer, the topic exists
             query = start_query(out, writer.format(self.sink.format).options(**self.sink.options).start)
         query.awaitTermination()
         progresses = list(query.recentProgress)

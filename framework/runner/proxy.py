@@ -97,6 +97,9 @@ class ReaderProxy:
         from framework.sources import check_read
 
         check_read(self._format, mapped_options)  # the framework's own sources: options checked on the driver
+        from framework.kafka import check_kafka_read
+
+        check_kafka_read(self._router.spark, self._format, mapped_options)  # brokers answer, topics exist
         reader: Any = self._router.spark.readStream if self._streaming else self._router.spark.read
         if self._format:
             reader = reader.format(self._format)
