@@ -1,19 +1,19 @@
-"""Starting a flow's streaming query, and the one setting that differs between queries: no-data batches.
+"""Starting a flow's streaming query.
 
+No-data batches stay as Spark has them (``spark.sql.streaming.noDataMicroBatches.enabled``, on by default).
 After the last batch with data, Structured Streaming runs one more batch without data when a stateful
-operator's watermark moved ("no-data batch"): a windowed aggregation in append mode emits the windows the
-watermark closed, a stream-stream join emits its unmatched outer rows. A de-duplication emits nothing then; it
-only drops keys older than the watermark from its state, which the next batch with data does as well (it
-starts with the same watermark). So for a query whose only stateful operators de-duplicate, that batch changes
-no table and no metric, and costs a full micro-batch: planning, a state store commit and a Delta commit (0.9 s
-of the sample pipeline's 1.8 s ``orders_clean`` flow, 2 cores). Such queries start without it; every other
-query keeps Spark's default.
+operator's watermark moved: a windowed aggregation in append mode emits the windows the watermark closed, a
+stream-stream join its unmatched outer rows, and even a de-duplication, which emits nothing then, records the
+advanced watermark in that batch's offsets. A restarted query takes its watermark from the last batch's
+offsets only (the event times seen are not in the checkpoint), so without that batch the next update's first
+batch would filter with the old watermark and keep a late event Databricks drops (issue 36). The framework
+used to skip that batch for de-duplication-only queries (0.9 s of the sample pipeline's 1.8 s ``orders_clean``
+flow, 2 cores); it no longer does.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable
 from contextlib import suppress
@@ -21,27 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import UpdateError
-from framework.session_settings import session_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
-# Logical operators that keep no state, or whose state (de-duplication) emits nothing when the watermark
-# moves. A plan with any other operator (or one this list does not know) keeps its no-data batches.
-_EVICTING = {"Deduplicate", "DeduplicateWithinWatermark"}
-_STATELESS = {
-    "Project", "Filter", "SubqueryAlias", "EventTimeWatermark", "CollectMetrics", "Union", "Generate",
-    "StreamingRelation", "StreamingRelationV2", "StreamingExecutionRelation", "StreamingDataSourceV2Relation",
-    "StreamingDataSourceV2ScanRelation", "Relation", "LogicalRDD", "LocalRelation", "View", "Repartition",
-    "RepartitionByExpression", "DeserializeToObject", "SerializeFromObject", "MapPartitions", "MapElements",
-    "MapInPandas", "MapInArrow", "AttachDistributedSequence", "ResolvedHint",
-}
-_NODE = re.compile(r"^[\s:+\-|~']*([A-Za-z][A-Za-z0-9]*)", re.M)
-
-# A streaming query copies the session's settings when it starts; starts are serialized so that a setting
-# changed for one query's start is never seen by another's.
+# Starts are serialized with the interrupt flag below, so that no query starts after an interrupt stopped the
+# active ones.
 _START_LOCK = threading.Lock()
 # Set by Ctrl-C (runner/execute.py) until the next update's flows run: a flow that was about to start its query
 # when the interrupt stopped the active ones must not start it afterwards (Ctrl-C reaches the whole process).
@@ -68,20 +55,6 @@ def stop_active_queries(spark: Any) -> None:
     for query in list(spark.streams.active):
         with suppress(Exception):
             query.stop()
-
-
-def plan_operators(df: DataFrame) -> set[str]:
-    """The names of the logical operators in ``df``'s analyzed plan."""
-    return set(_NODE.findall(df._jdf.queryExecution().analyzed().toString()))
-
-
-def only_deduplicates(df: DataFrame) -> bool:
-    """True when ``df`` is a streaming query whose stateful operators are all de-duplications (and there is at
-    least one): its no-data batches would only trim state."""
-    if not df.isStreaming:
-        return False
-    names = plan_operators(df)
-    return bool(names & _EVICTING) and names <= _EVICTING | _STATELESS
 
 
 def clear_partial_writes(checkpoint: str | Path) -> list[Path]:
@@ -120,19 +93,12 @@ def first_batch_from_a_version(checkpoint: str | Path, reservoir_id: str) -> boo
 
 
 def start_query(df: DataFrame, start: Callable[[], Any]) -> Any:
-    """Call ``start`` (which starts a streaming query over ``df``) with no-data batches off when
-    :func:`only_deduplicates` says they would change nothing, and as the session has them otherwise. Raises
-    UpdateError (UPDATE_CANCELED) once the update was interrupted (:func:`refuse_starts`)."""
-    spark = df.sparkSession
-    # the plan is read outside the lock; a session that already has no-data batches off needs nothing
-    trim_only = str(spark.conf.get(NO_DATA_BATCHES, "true")).lower() == "true" and only_deduplicates(df)
+    """Call ``start`` (which starts a streaming query over ``df``). Raises UpdateError (UPDATE_CANCELED) once
+    the update was interrupted (:func:`refuse_starts`)."""
     with _START_LOCK:
         if _refusing_starts:
             raise UpdateError("the update was interrupted (Ctrl-C) before this flow's query started",
                               code="UPDATE_CANCELED")
-        if trim_only:
-            with session_conf(spark, {NO_DATA_BATCHES: "false"}):
-                return start()
         return start()
 
 

@@ -1,5 +1,6 @@
-"""No-data batches (framework/runner/streams.py): skipped where they would only trim de-duplication state, kept
-where a stateful operator emits rows when the watermark moves."""
+"""No-data batches (framework/runner/streams.py) stay as Spark has them: a windowed aggregation emits the
+windows the watermark closed, and a de-duplication's watermark survives the restart into the next update, so
+a late event is dropped there as on Databricks (issue 36)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.runner.streams import NO_DATA_BATCHES, only_deduplicates
+from framework.runner.streams import NO_DATA_BATCHES
 from framework.runner.update import UpdateOptions, run_update
 from framework.spec import PipelineSpec
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
@@ -41,7 +42,7 @@ def _committed_batches(spec: PipelineSpec, target: str) -> list[str]:
     return sorted(p.name for p in commits.iterdir() if p.name.isdigit())
 
 
-def test_dedup_flows_skip_no_data_batches_and_aggregations_keep_them(spark, tmp_path: Path) -> None:
+def test_no_data_batches_run_and_a_late_event_is_dropped_after_a_restart(spark, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     write_json_lines(landing, "1.json", ['{"id":1,"ts":"2026-01-01T00:05:00","amount":1}',
                                          '{"id":2,"ts":"2026-01-01T00:20:00","amount":2}',
@@ -52,8 +53,8 @@ def test_dedup_flows_skip_no_data_batches_and_aggregations_keep_them(spark, tmp_
 
     first = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
     assert first.succeeded, [(f.flow, f.error) for f in first.flows]
-    # De-duplication: one batch, the one with data; its no-data batch would only have trimmed state.
-    assert _committed_batches(spec, "unique_events") == ["0"]
+    # De-duplication: the batch with data, then the no-data batch that records the advanced watermark.
+    assert _committed_batches(spec, "unique_events") == ["0", "1"]
     assert sorted(r.id for r in spark.read.table(f"{spec.schema}.unique_events").collect()) == [1, 2, 3]
     # Windowed aggregation in append mode: the no-data batch still runs and emits the hour the watermark
     # (02:00 - 10 minutes) closed, in this same update.
@@ -62,9 +63,11 @@ def test_dedup_flows_skip_no_data_batches_and_aggregations_keep_them(spark, tmp_
     assert hourly == {0: 3}  # ids 1, 2 and its repeat: the aggregation does not de-duplicate
     assert spark.conf.get(NO_DATA_BATCHES, None) == before
 
-    # The next batch with data starts from the same watermark: a repeat within the delay is still dropped,
-    # a new key is kept, and the expectation's metrics count only that batch.
+    # The next update's first batch starts from the watermark of the last one (02:00 - 1 day): an event older
+    # than it is dropped (id 6), a repeat within the delay is still dropped, a new key is kept, and the
+    # expectation's metrics count only that batch.
     write_json_lines(landing, "2.json", ['{"id":2,"ts":"2026-01-01T03:00:00","amount":2}',
+                                         '{"id":6,"ts":"2025-12-30T12:00:00","amount":6}',
                                          '{"id":4,"ts":"2026-01-01T03:30:00","amount":null}',
                                          '{"id":5,"ts":"2026-01-01T03:40:00","amount":5}'])
     second = run_update(spec, UpdateOptions(out=io.StringIO()), spark=spark)
@@ -72,15 +75,4 @@ def test_dedup_flows_skip_no_data_batches_and_aggregations_keep_them(spark, tmp_
     assert sorted(r.id for r in spark.read.table(f"{spec.schema}.unique_events").collect()) == [1, 2, 3, 5]
     flow = second.flow("unique_events")
     assert (flow.num_output_rows, flow.dropped_records) == (1, 1)
-    assert _committed_batches(spec, "unique_events") == ["0", "1"]
-
-
-def test_only_deduplicates_reads_the_plan(spark, tmp_path: Path) -> None:
-    stream = spark.readStream.format("rate").load()
-    deduped = stream.withWatermark("timestamp", "1 hour").dropDuplicatesWithinWatermark(["value"])
-    assert only_deduplicates(deduped.where("value > 1").select("value"))
-    assert only_deduplicates(stream.dropDuplicates(["value"]))
-    assert not only_deduplicates(stream.where("value > 1"))  # nothing stateful: nothing to skip
-    assert not only_deduplicates(deduped.groupBy("value").count())
-    assert not only_deduplicates(deduped.join(stream, "value"))
-    assert not only_deduplicates(spark.range(3).dropDuplicates())  # batch
+    assert _committed_batches(spec, "unique_events") == ["0", "1", "2", "3"]
