@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="generate sample data and run the sample pipeline twice (incremental)")
     p.add_argument("--spec", type=Path, default=None, help="default: conf/sample.yaml")
+    from framework.testing.kafka_cli import add_parser as add_kafka
+
+    add_kafka(sub)
     return parser
 
 
@@ -466,8 +469,16 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in value.split(",") if v.strip()) if value else None
 
 
+def cmd_kafka(args: argparse.Namespace) -> int:
+    """``medallion kafka start|stop|status|topic``: a local Apache Kafka broker (framework/testing/kafka_cli.py)."""
+    from framework.testing.kafka_cli import cmd_kafka as run_kafka
+
+    return run_kafka(args)
+
+
 _HANDLERS = {"validate": cmd_validate, "graph": cmd_graph, "run": cmd_run, "watch": cmd_watch,
-             "report": cmd_report, "deploy": cmd_deploy, "state": cmd_state, "serve": cmd_serve, "demo": cmd_demo}
+             "report": cmd_report, "deploy": cmd_deploy, "state": cmd_state, "serve": cmd_serve, "demo": cmd_demo,
+             "kafka": cmd_kafka}
 
 if __name__ == "__main__":
     sys.exit(main())
