@@ -433,3 +433,22 @@ class ObjectStoreError(PipelineError):
     def __init__(self, message: str, *, code: str | None = None, path: str = "") -> None:
         self.path = path
         super().__init__(message, code=code)
+
+
+class NotIncrementalizableError(PipelineError):
+    """A materialized view with ``REFRESH POLICY INCREMENTAL STRICT`` cannot be refreshed incrementally.
+
+    Attributes:
+        dataset: the view. issues: ``(issue_type, reason)`` of each reason, as the planning_information event
+        lists them.
+    """
+
+    code = "MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE"
+
+    def __init__(self, dataset: str, issues: Sequence[tuple[str, str]]) -> None:
+        self.dataset = dataset
+        self.issues = tuple(issues)
+        reasons = "; ".join(f"{kind}: {reason}" for kind, reason in self.issues) or "no technique applies"
+        super().__init__(f"materialized view '{dataset}' has REFRESH POLICY INCREMENTAL STRICT but cannot be "
+                         f"refreshed incrementally ({reasons}). Change the query, or use REFRESH POLICY "
+                         "INCREMENTAL or AUTO to allow a full recompute.")

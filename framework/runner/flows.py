@@ -112,17 +112,24 @@ class FlowExecutor:
 
     # ----------------------------------------------------------------------------------------- helpers
     def _query(self) -> DataFrame:
-        with self.router.activate(self.reader):
-            return call_query_function(self.flow)
+        from framework.rescued import collect_rescued_columns
+
+        with self.router.activate(self.reader), collect_rescued_columns() as rescued:
+            df = call_query_function(self.flow)
+        self._rescued_names = sorted(rescued)
+        return df
 
     def _rescued_column(self) -> str | None:
-        """The rescued data column whose non-NULL rows this flow counts: Auto Loader's default
-        ``_rescued_data``, for a flow that reads no dataset of the pipeline (where values are rescued, so that a
-        row passed on downstream is not counted again by every dataset that keeps the column)."""
+        """The rescued data column whose non-NULL rows this flow counts: the one its Auto Loader source made
+        (``rescuedDataColumn``; by default ``_rescued_data``), for a flow that reads no dataset of the pipeline
+        (where values are rescued, so that a row passed on downstream is not counted again by every dataset that
+        keeps the column)."""
         # imported here: Auto Loader's modules load only when a flow uses them
         from framework.autoloader.source import RESCUED_DEFAULT
 
-        return None if self.graph.inputs.get(self.key) else RESCUED_DEFAULT
+        if self.graph.inputs.get(self.key):
+            return None
+        return next(iter(getattr(self, "_rescued_names", ())), RESCUED_DEFAULT)
 
     def _dataset_name(self) -> str:
         return self.dataset.name if self.dataset is not None else self.flow.target
@@ -254,13 +261,19 @@ class FlowExecutor:
 
     # -------------------------------------------------------------------------------------- executors
     def _run_materialized_view(self, result: FlowResult) -> None:
-        df = self._conform(self._query())
+        from framework.incremental.refresh import ViewRefresh  # issue 37: REFRESH POLICY and its techniques
+
+        refresh = ViewRefresh(self)
+        if refresh.incrementally(result):
+            return
+        df = self._conform(refresh.full_query())
         path = self.env.table_path(self.registry, self.target_key)
         created = not state_files.exists(path)
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, rescued_column=self._rescued_column())
-        if not self._overwrite_on_driver(path, out):
-            writer = out.write.format("delta").mode("overwrite")
+        refresh.before_commit()
+        if not self._overwrite_on_driver(path, out, refresh.txn):
+            writer = out.write.format("delta").mode("overwrite").options(**refresh.writer_options())
             if self._declared is None:
                 self._prepare_table(path, out)
                 writer = writer.option("overwriteSchema", "true")
@@ -285,13 +298,13 @@ class FlowExecutor:
             dataset.cluster_by or dataset.partition_cols or dataset.schema is not None
             or any(k.lower().startswith("delta.") for k in dataset.table_properties))
 
-    def _overwrite_on_driver(self, path: str, out: DataFrame) -> bool:
+    def _overwrite_on_driver(self, path: str, out: DataFrame, txn: tuple[str, int] | None = None) -> bool:
         """A small view's recompute committed by the driver (``small_results.py``); False: Spark writes it."""
         if not self._plain_layout():
             return False
         assert self.dataset is not None
         return overwrite_small(out, path, self.env.small_input_bytes, description=self.dataset.comment,
-                               configuration=dict(self.dataset.table_properties))
+                               configuration=dict(self.dataset.table_properties), txn=txn)
 
     def _run_once(self, result: FlowResult) -> None:
         checkpoint = self.env.checkpoint_path(self.flow)

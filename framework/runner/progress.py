@@ -204,6 +204,9 @@ class EventLogListener(ProgressListener):
 
     @override
     def flow_completed(self, flow: FlowEvent, result: FlowResult, position: int, total: int) -> None:
+        if result.planning is not None:  # a materialized view's refresh technique (framework/incremental)
+            self._events.emit("planning_information", f"Flow '{flow.name}' has been planned.",
+                              flow_name=flow.name, dataset_name=flow.target, details=result.planning)
         self._metrics(flow, result, f"Flow '{flow.name}' has COMPLETED.")
         self._events.commit_soon()
 

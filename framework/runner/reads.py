@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextvars
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,6 +200,9 @@ class ExecuteReader(FlowReader):
     # batch reads of small pipeline tables may be pinned to their live files (small_tables.pinned_parquet): a
     # materialized view's query, built at each recompute and run at once
     pinned_reads: bool = False
+    # a materialized view's refresh reads its inputs as it chooses (framework/incremental/refresh.py): (key,
+    # path) -> the DataFrame read instead (the rows as of a pinned version, or only the appended ones), or None
+    substitute: Callable[[str, str], DataFrame | None] | None = None
 
     @override
     def unknown_dataset(self, name: str) -> DataFrame:
@@ -223,6 +226,10 @@ class ExecuteReader(FlowReader):
             raise PipelineError(
                 f"dataset '{dataset.name}' has no data yet ({path} does not exist): run the update without "
                 "a selection, or include it in --select", code="DATASET_NOT_MATERIALIZED")
+        if not streaming and not options and self.substitute is not None:
+            chosen = self.substitute(key, path)
+            if chosen is not None:
+                return chosen
         if streaming:
             stream = spark.readStream.format("delta").options(**options)
             if not options and self._from_version_zero(path):
@@ -241,7 +248,8 @@ class ExecuteReader(FlowReader):
 
         view_flow = self.registry.flows[key]
         nested = ExecuteReader(self.router, self.registry, self.names, key, prebuilt=self.prebuilt,
-                               sources=self.sources, views=self.views, pinned_reads=self.pinned_reads)
+                               sources=self.sources, views=self.views, pinned_reads=self.pinned_reads,
+                               substitute=self.substitute)
         with self.router.activate(nested):
             df = call_query_function(view_flow)
         dataset = self.registry.datasets[key]

@@ -31,6 +31,7 @@ class FlowResult:
     error: BaseException | None = None
     attempts: int = 1
     sources: list[dict[str, Any]] = field(default_factory=list)  # per source: start and end offsets
+    planning: dict[str, Any] | None = None  # a materialized view's planning_information (framework/incremental)
 
     def metrics(self) -> dict[str, Any]:
         """The ``metrics`` object of a flow_progress event: the row counts this flow knows."""
@@ -54,6 +55,7 @@ class FlowResult:
             theirs = getattr(other, key)
             if theirs is not None:
                 setattr(self, key, (getattr(self, key) or 0) + theirs)
+        self.planning = other.planning if other.planning is not None else self.planning
         self.dropped_records += other.dropped_records
         self.batches += other.batches
         self.seconds += other.seconds

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: str | None,
-                    configuration: dict[str, Any]) -> bool:
+                    configuration: dict[str, Any], txn: tuple[str, int] | None = None) -> bool:
     """Recompute ``df`` into the Delta table at ``path`` through the driver when its inputs are small and the
     table allows it; False (nothing done) when Spark must write it."""
     from framework.driver_delta import NeedsSpark, check_overwrite, checkpoint_if_due, overwrite_arrow
@@ -42,7 +42,7 @@ def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: st
     data = df.toArrow()
     try:
         overwrite_arrow(path, df.schema, data, description=description,
-                        configuration={str(k): str(v) for k, v in configuration.items()})
+                        configuration={str(k): str(v) for k, v in configuration.items()}, txn=txn)
     except NeedsSpark:
         return False  # the table changed meanwhile into one only Spark writes: its writer recomputes
     checkpoint_if_due(df.sparkSession, path)  # a view recomputed every second in continuous mode: a short log

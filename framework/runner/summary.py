@@ -3,7 +3,7 @@ results and time."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from framework.errors import PipelineError
 from framework.redaction import redact
@@ -34,6 +34,8 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
         lines.append(f"{f.flow[:30]:30s} {f.target[:28]:28s} {f.kind[:18]:18s} {f.status:10s} {rows_text:>9s} "
                      f"{f.dropped_records if f.dropped_records else '':>8} "
                      f"{f.num_rescued_rows if f.num_rescued_rows else '':>8} {f.seconds:6.1f}s")
+        if f.planning is not None:
+            lines.append(f"    refresh: {refresh_technique(f.planning)}")
         for e in f.expectations:
             total = e.passed_records + e.failed_records
             rate = 100.0 * e.passed_records / total if total else 100.0
@@ -50,6 +52,12 @@ def format_summary(spec: PipelineSpec, result: UpdateResult) -> str:
     if result.report is not None:
         lines.append(f"report:    {result.report}")
     return "\n".join(lines)
+
+
+def refresh_technique(planning: dict[str, Any]) -> str:
+    """The technique a materialized view's refresh chose, from its planning_information details."""
+    chosen = [t["maintenance_type"] for t in planning.get("technique_information", []) if t.get("is_chosen")]
+    return (chosen[0] if chosen else "?").removeprefix("MAINTENANCE_TYPE_")
 
 
 def update_state(result: UpdateResult) -> str:

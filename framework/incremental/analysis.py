@@ -1,0 +1,280 @@
+"""Which incremental technique a materialized view's query allows, decided from its analyzed plan (as
+Catalyst's ``toJSON`` gives it: pure Python, tested without Spark), with Databricks' reasons when none does.
+
+A plan is a pre-order list of nodes (``class``, ``num-children``, fields); an expression field is the pre-order
+list of its expression nodes, a list of expressions a list of such lists. What is recognised:
+
+* ``APPEND_ONLY``: Project / Filter / Union / SubqueryAlias / View over relations (the pipeline's Delta
+  inputs), deterministic expressions without UDFs: the query of the new input rows is the view's new rows.
+* ``GROUP_AGGREGATE``: an ``Aggregate`` at the top (below renaming Projects only) over such a subtree, grouping
+  by columns, whose outputs are its keys and ``count`` / ``sum`` / ``min`` / ``max`` (not DISTINCT, no FILTER):
+  each merges with the view's row of its group (``count`` and ``sum`` add, ``min`` and ``max`` keep the least
+  and greatest), which holds while the inputs are only appended to.
+Everything else is an :class:`Issue` with the reason (``AGGREGATE_NOT_TOP_NODE``, ``NON_DETERMINISTIC``,
+``UDF``, ``INPUT_NOT_DELTA``, ``OPERATOR_NOT_SUPPORTED``, ``WINDOW_WITHOUT_PARTITION_BY``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+APPEND_ONLY = "APPEND_ONLY"
+GROUP_AGGREGATE = "GROUP_AGGREGATE"
+COMPLETE_RECOMPUTE = "COMPLETE_RECOMPUTE"
+ROW_BASED = "ROW_BASED"
+PARTITION_OVERWRITE = "PARTITION_OVERWRITE"
+WINDOW_FUNCTION = "WINDOW_FUNCTION"
+
+_PASS = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Union", "Generate"})
+_RELATIONS = frozenset({"LogicalRelation", "DataSourceV2Relation", "DataSourceV2ScanRelation"})
+_NOT_DELTA = frozenset({"LocalRelation", "Range", "LogicalRDD", "OneRowRelation", "ExternalRDD",
+                        "StreamingRelation", "StreamingRelationV2", "StreamingDataSourceV2Relation"})
+_NON_DETERMINISTIC = frozenset({
+    "Rand", "Randn", "Uuid", "Shuffle", "MonotonicallyIncreasingID", "SparkPartitionID", "InputFileName",
+    "InputFileBlockStart", "InputFileBlockLength", "CurrentTimestamp", "CurrentDate", "Now", "LocalTimestamp",
+    "CurrentBatchTimestamp", "RandStr", "Uniform", "RandomPoisson", "CurrentTimeZone", "CurrentTime"})
+_MERGEABLE = {"Count": "count", "Sum": "sum", "Min": "min", "Max": "max"}
+_UNSTABLE_FIELDS = frozenset({"exprId", "jvmId", "resultId", "qualifier", "nullable", "metadata", "seed"})
+
+
+@dataclass(frozen=True)
+class Issue:
+    """Why a technique does not apply (``issue_type`` as Databricks' ``incrementalization_issues`` name it)."""
+
+    issue_type: str
+    reason: str
+
+    def as_event(self) -> dict[str, Any]:
+        """The issue as the ``planning_information`` event shows it."""
+        return {"issue_type": self.issue_type, "prevent_incrementalization": True, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One output column of a group aggregate: a grouping key or a mergeable aggregate."""
+
+    name: str
+    kind: str  # key | count | sum | min | max
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What the plan allows: the issues of each technique (none: it applies), and a group aggregate's columns."""
+
+    issues: dict[str, tuple[Issue, ...]] = field(default_factory=dict)
+    columns: tuple[OutputColumn, ...] = ()
+    relations: int = 0
+    fingerprint: str = ""
+    group_keys: int = 0  # a group aggregate's GROUP BY columns
+
+    def applicable(self, technique: str) -> bool:
+        """Whether ``technique`` can refresh the view."""
+        return not self.issues.get(technique)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """A group aggregate's grouping columns."""
+        return tuple(c.name for c in self.columns if c.kind == "key")
+
+
+@dataclass
+class _Node:
+    cls: str
+    fields: dict[str, Any]
+    children: list[_Node]
+
+
+def _tree(nodes: list[dict[str, Any]], at: int = 0) -> tuple[_Node, int]:
+    node = nodes[at]
+    children: list[_Node] = []
+    nxt = at + 1
+    for _ in range(int(node.get("num-children", 0))):
+        child, nxt = _tree(nodes, nxt)
+        children.append(child)
+    return _Node(str(node["class"]).rsplit(".", 1)[-1], node, children), nxt
+
+
+def _expressions(node: _Node) -> list[list[dict[str, Any]]]:
+    """Every expression of a plan node, each as its pre-order list of expression nodes."""
+    found: list[list[dict[str, Any]]] = []
+    for value in node.fields.values():
+        if isinstance(value, list) and value and isinstance(value[0], dict) and "class" in value[0]:
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(v for v in value if isinstance(v, list) and v and isinstance(v[0], dict) and "class" in v[0])
+    return found
+
+
+def _short(expr: dict[str, Any]) -> str:
+    return str(expr.get("class", "")).rsplit(".", 1)[-1]
+
+
+def analyze(plan: list[dict[str, Any]]) -> Analysis:
+    """The techniques the analyzed plan (Catalyst's ``toJSON``, parsed) allows, and why not the others."""
+    root, _ = _tree(plan)
+    general = _expression_issues(root)
+    top = _below_renames(root)
+    relations = _count_relations(root)
+    group_keys = 0
+    append: tuple[Issue, ...]
+    group: tuple[Issue, ...]
+    if top.cls == "Aggregate":
+        group_keys = len(top.fields.get("groupingExpressions") or [])
+        columns, agg_issues = _aggregate(top, root)
+        shape = _shape_issues(top.children[0])
+        append = (Issue("AGGREGATE_IN_QUERY",
+                        "an aggregate's rows change when its input grows: APPEND_ONLY needs a filter/projection"),)
+        group = (*general, *shape, *agg_issues)
+    else:
+        columns = ()
+        shape = _shape_issues(root)
+        append = (*general, *shape)
+        group = (Issue("NO_GROUP_AGGREGATE", "the query has no GROUP BY aggregate at its top"),)
+    recompute_only = (Issue("OPERATOR_NOT_SUPPORTED", "not implemented by the local engine"),)
+    issues = {APPEND_ONLY: tuple(append), GROUP_AGGREGATE: tuple(group), ROW_BASED: recompute_only,
+              PARTITION_OVERWRITE: recompute_only, WINDOW_FUNCTION: recompute_only}
+    return Analysis(issues, columns, relations, fingerprint(plan), group_keys)
+
+
+def fingerprint(plan: list[dict[str, Any]]) -> str:
+    """A digest of the plan without its per-run ids, paths and nullability: equal for the same query over the
+    same columns, different when the query or its inputs' columns change."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in sorted(value.items()) if k not in _UNSTABLE_FIELDS}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return hashlib.sha256(json.dumps(strip(plan), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _below_renames(node: _Node) -> _Node:
+    """The node under SubqueryAlias / View wrappers and Projects that only pass or rename columns."""
+    while node.cls in ("SubqueryAlias", "View") or (node.cls == "Project" and _only_renames(node)):
+        node = node.children[0]
+    return node
+
+
+def _only_renames(node: _Node) -> bool:
+    for expr in node.fields.get("projectList") or []:
+        classes = [_short(e) for e in expr]
+        if classes not in (["AttributeReference"], ["Alias", "AttributeReference"]):
+            return False
+    return True
+
+
+def _count_relations(node: _Node) -> int:
+    return (1 if node.cls in _RELATIONS else 0) + sum(_count_relations(c) for c in node.children)
+
+
+def _expression_issues(node: _Node) -> list[Issue]:
+    """Non-deterministic expressions and UDFs anywhere in the plan."""
+    issues: list[Issue] = []
+    for expr in _expressions(node):
+        for e in expr:
+            name = _short(e)
+            if "UDF" in name or "UDAF" in name or "UDTF" in name:
+                issues.append(Issue("UDF", f"the user-defined function in the query ({name}) may not be "
+                                           "deterministic"))
+            elif name in _NON_DETERMINISTIC:
+                issues.append(Issue("NON_DETERMINISTIC", f"the non-deterministic expression {name}"))
+    for child in node.children:
+        issues.extend(i for i in _expression_issues(child) if i not in issues)
+    return list(dict.fromkeys(issues))
+
+
+def _shape_issues(node: _Node) -> list[Issue]:
+    """What stops a subtree from being a filter/projection over the inputs (its rows one input row each)."""
+    issues: list[Issue] = []
+    if node.cls in _RELATIONS:
+        return issues
+    if node.cls in _NOT_DELTA:
+        return [Issue("INPUT_NOT_DELTA", f"an input is not a Delta table of the pipeline ({node.cls})")]
+    if node.cls == "Aggregate":
+        issues.append(Issue("AGGREGATE_NOT_TOP_NODE", "an aggregate below the top of the query"))
+    elif node.cls == "Window":
+        issues.append(_window_issue(node))
+    elif node.cls == "Join":
+        issues.append(Issue("OPERATOR_NOT_SUPPORTED", "a join (ROW_BASED) is not implemented by the local engine"))
+    elif node.cls not in _PASS:
+        issues.append(Issue("OPERATOR_NOT_SUPPORTED", f"the operator {node.cls}"))
+    for child in node.children:
+        issues.extend(i for i in _shape_issues(child) if i not in issues)
+    return issues
+
+
+def _window_issue(node: _Node) -> Issue:
+    for expr in _expressions(node):
+        for e in expr:
+            if _short(e) == "WindowSpecDefinition" and not e.get("partitionSpec"):
+                return Issue("WINDOW_WITHOUT_PARTITION_BY", "a window function without PARTITION BY")
+    return Issue("OPERATOR_NOT_SUPPORTED", "a window function (WINDOW_FUNCTION) is not implemented by the local "
+                                           "engine")
+
+
+def _aggregate(node: _Node, root: _Node) -> tuple[tuple[OutputColumn, ...], list[Issue]]:
+    """A top Aggregate's output columns (renamed by the Projects above it) and what stops merging them."""
+    issues: list[Issue] = []
+    grouping = list(node.fields.get("groupingExpressions") or [])
+    keys: set[int] = set()
+    for g in grouping:
+        if len(g) != 1 or _short(g[0]) != "AttributeReference":
+            issues.append(Issue("GROUPING_EXPRESSION", "a GROUP BY expression that is not a column"))
+        else:
+            keys.add(int(g[0]["exprId"]["id"]))
+    by_id: dict[int, OutputColumn] = {}
+    for expr in node.fields.get("aggregateExpressions") or []:
+        column, issue = _output_column(expr, keys)
+        if issue is not None:
+            issues.append(issue)
+        elif column is not None:
+            by_id[int(expr[0]["exprId"]["id"])] = column
+    return _renamed(root, node, by_id), issues
+
+
+def _output_column(expr: list[dict[str, Any]], keys: set[int]) -> tuple[OutputColumn | None, Issue | None]:
+    """One of an Aggregate's ``aggregateExpressions`` as a key or a mergeable aggregate, or why it is not one."""
+    classes = [_short(e) for e in expr]
+    head = expr[0]
+    if classes[0] == "AttributeReference":
+        return (OutputColumn(str(head["name"]), "key"), None) if int(head["exprId"]["id"]) in keys else \
+            (None, Issue("GROUPING_EXPRESSION", f"the column {head['name']} is not grouped"))
+    if classes[:2] == ["Alias", "AttributeReference"] and int(expr[1]["exprId"]["id"]) in keys:
+        return OutputColumn(str(head["name"]), "key"), None
+    if classes[0] == "Alias" and len(classes) > 2 and classes[1] == "AggregateExpression":
+        function = classes[2]
+        if expr[1].get("isDistinct"):
+            return None, Issue("AGGREGATE_NOT_SUPPORTED", f"{function.lower()}(DISTINCT ...) is not kept per group")
+        if expr[1].get("filter") not in (None, [], "None"):
+            return None, Issue("AGGREGATE_NOT_SUPPORTED", f"{function.lower()}(...) FILTER (WHERE ...)")
+        if function in _MERGEABLE:
+            return OutputColumn(str(head["name"]), _MERGEABLE[function]), None
+        return None, Issue("AGGREGATE_NOT_SUPPORTED",
+                           f"the aggregate {function} cannot be merged from its groups' previous values")
+    return None, Issue("AGGREGATE_NOT_SUPPORTED", f"the output {head.get('name', classes[0])} is an expression over "
+                                                  "aggregates")
+
+
+def _renamed(root: _Node, aggregate: _Node, by_id: dict[int, OutputColumn]) -> tuple[OutputColumn, ...]:
+    """The aggregate's columns as the query outputs them, through the renaming Projects above it."""
+    chain: list[_Node] = []
+    node = root
+    while node is not aggregate:
+        chain.append(node)
+        node = node.children[0]
+    current = dict(by_id)
+    for project in reversed(chain):
+        if project.cls != "Project":
+            continue
+        renamed: dict[int, OutputColumn] = {}
+        for expr in project.fields.get("projectList") or []:
+            source = current.get(int(expr[-1]["exprId"]["id"]))
+            if source is not None:
+                renamed[int(expr[0]["exprId"]["id"])] = OutputColumn(str(expr[0]["name"]), source.kind)
+        current = renamed
+    return tuple(current.values())

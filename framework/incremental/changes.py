@@ -1,0 +1,143 @@
+"""What changed in a Delta input since the version a view last saw, from the input's log on the driver (no Spark
+job): the files its commits appended, or why its changes are not appends (an update, a delete, an overwrite,
+a schema change: rows the view holds may be gone). Its size comes from the same log (the cost model).
+
+Only inputs whose files a plain Parquet read returns as their rows (``small_tables.plain_files``: no partition
+columns, no column mapping, no deletion vectors) have their appends read this way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from framework.incremental.analysis import Issue
+from framework.small_tables import file_path, plain_files
+from framework.storage_url import is_local
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+_ANY_SIZE = 1 << 62
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One input as of now: its version, table id, schema (JSON), live files and their bytes."""
+
+    path: str
+    version: int
+    table_id: str
+    schema_json: str
+    files: tuple[str, ...]
+    table_bytes: int
+    plain: bool
+
+    def schema(self) -> StructType:
+        """The input's schema."""
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(self.schema_json))
+
+    def read(self, spark: SparkSession, files: tuple[str, ...] | None = None) -> DataFrame:
+        """The input's rows as of :attr:`version` (``files``: only those of its live files)."""
+        chosen = self.files if files is None else files
+        if not self.plain or (files is None and not chosen):  # an empty table: still a Delta relation in the plan
+            return spark.read.format("delta").option("versionAsOf", self.version).load(self.path)
+        if not chosen:
+            return spark.createDataFrame([], self.schema())
+        return spark.read.schema(self.schema()).parquet(*chosen)
+
+
+@dataclass(frozen=True)
+class Change:
+    """An input's change since ``seen``: the appended files (absolute), their bytes and rows, or the issue."""
+
+    snapshot: Snapshot
+    seen: int
+    appended: tuple[str, ...] = ()
+    appended_bytes: int = 0
+    appended_rows: int = 0
+    issue: Issue | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        """No commit since ``seen``."""
+        return self.issue is None and self.seen == self.snapshot.version
+
+
+def snapshot(path: str) -> Snapshot | None:
+    """The input at ``path`` as of now, or None when it has no readable log."""
+    from framework.delta_log import latest_version, protocol_and_metadata
+
+    plain = plain_files(path, _ANY_SIZE) if is_local(path) else None
+    if plain is not None:
+        files = tuple(file_path(path, name) for name in plain.files)
+        return Snapshot(path, plain.version, str(plain.metadata.get("id")), plain.metadata["schemaString"], files,
+                        sum(int(f.get("size") or 0) for f in plain.files.values()), True)
+    found = protocol_and_metadata(path)
+    version = latest_version(path)
+    if found is None or found[2] is None or version is None:
+        return None
+    metadata = found[2]
+    return Snapshot(path, version, str(metadata.get("id")), metadata["schemaString"], (), 0, False)
+
+
+def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
+    """What the commits after version ``seen`` did to the input (see the module's docstring)."""
+    if snap.table_id != seen_table_id:
+        return Change(snap, seen, issue=Issue("INPUT_REPLACED", f"{snap.path} is another table than last time"))
+    if snap.version < seen:
+        return Change(snap, seen, issue=Issue("INPUT_REPLACED", f"{snap.path} is older than last time"))
+    if not snap.plain:
+        return Change(snap, seen, issue=Issue("INPUT_LAYOUT", f"{snap.path}: partitioned, column-mapped or with "
+                                                              "deletion vectors"))
+    appended: list[str] = []
+    size = rows = 0
+    for version in range(seen + 1, snap.version + 1):
+        actions = _commit(snap.path, version)
+        if actions is None:
+            return Change(snap, seen, issue=Issue("CHANGES_UNAVAILABLE", f"{snap.path}: commit {version} is gone "
+                                                                         "from the log"))
+        issue = _not_append(snap.path, version, actions)
+        if issue is not None:
+            return Change(snap, seen, issue=issue)
+        for action in actions:
+            add = action.get("add")
+            if isinstance(add, dict) and add.get("dataChange", True):
+                appended.append(file_path(snap.path, str(add["path"])))
+                size += int(add.get("size") or 0)
+                rows += _records(add)
+    return Change(snap, seen, tuple(appended), size, rows)
+
+
+def _not_append(path: str, version: int, actions: list[dict[str, Any]]) -> Issue | None:
+    for action in actions:
+        if isinstance(action.get("remove"), dict) or isinstance(action.get("cdc"), dict):
+            return Issue("CHANGES_NOT_APPEND_ONLY", f"{path}: version {version} updated, deleted or overwrote rows")
+        if isinstance(action.get("metaData"), dict):
+            return Issue("INPUT_SCHEMA_CHANGED", f"{path}: version {version} changed the table's metadata")
+        add = action.get("add")
+        if isinstance(add, dict) and (add.get("deletionVector") or add.get("partitionValues")):
+            return Issue("INPUT_LAYOUT", f"{path}: version {version} added a file with a deletion vector or "
+                                         "partition values")
+    return None
+
+
+def _records(add: dict[str, Any]) -> int:
+    try:
+        return int(json.loads(add.get("stats") or "{}").get("numRecords", 0))
+    except (ValueError, TypeError):
+        return 0
+
+
+def _commit(path: str, version: int) -> list[dict[str, Any]] | None:
+    """The actions of one JSON commit of a local table, or None when it is not there."""
+    file = Path(str(path).removeprefix("file:")) / "_delta_log" / f"{version:020d}.json"
+    try:
+        return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,122 @@
+"""The cost model and the choice of a technique, and the ``planning_information`` event that reports it.
+
+Costs are bytes from the Delta logs, no Spark job: a full recompute reads every input and writes the view;
+``APPEND_ONLY`` reads the appended files and appends; ``GROUP_AGGREGATE`` reads the appended files, reads the
+view and writes it back (the changed groups merged into it). ``NO_OP`` (no input changed) costs nothing.
+
+``AUTO`` picks the cheapest applicable technique; ``INCREMENTAL`` and ``INCREMENTAL STRICT`` the cheapest
+incremental one when one applies (STRICT fails the flow when none does); ``FULL`` always recomputes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from framework.incremental.analysis import APPEND_ONLY, COMPLETE_RECOMPUTE, GROUP_AGGREGATE, Analysis, Issue
+from framework.incremental.changes import Change, Snapshot
+from framework.incremental.policy import RefreshPolicy
+
+NO_OP = "NO_OP"
+INCREMENTAL_TECHNIQUES = (APPEND_ONLY, GROUP_AGGREGATE)
+REPORTED = ("ROW_BASED", "PARTITION_OVERWRITE", "WINDOW_FUNCTION")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One technique considered: applicable or not (with the issues), and its estimated cost."""
+
+    technique: str
+    issues: tuple[Issue, ...] = ()
+    cost: int | None = None
+
+    @property
+    def applicable(self) -> bool:
+        """Whether it can refresh the view."""
+        return not self.issues
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The technique chosen for one refresh and every technique considered."""
+
+    policy: RefreshPolicy
+    chosen: str
+    candidates: tuple[Candidate, ...]
+    reason: str = ""
+
+    @property
+    def incremental(self) -> bool:
+        """Whether the refresh reads only changes (or nothing)."""
+        return self.chosen != COMPLETE_RECOMPUTE
+
+    def blocking_issues(self) -> list[Issue]:
+        """Why no incremental technique applies (what INCREMENTAL STRICT reports)."""
+        issues: list[Issue] = []
+        for candidate in self.candidates:
+            if candidate.technique in INCREMENTAL_TECHNIQUES:
+                issues.extend(i for i in candidate.issues if i not in issues)
+        return issues
+
+    def details(self, sources: Sequence[Change | Snapshot], view_bytes: int) -> dict[str, Any]:
+        """The ``planning_information`` event's details, in Databricks' shape."""
+        techniques = [{"maintenance_type": f"MAINTENANCE_TYPE_{c.technique}", "is_chosen": c.technique == self.chosen,
+                       "is_applicable": c.applicable, **({"cost": c.cost} if c.cost is not None else {}),
+                       **({"incrementalization_issues": [i.as_event() for i in c.issues]} if c.issues else {})}
+                      for c in self.candidates]
+        return {"technique_information": techniques, "refresh_policy": self.policy.value,
+                "source_table_information": [_source(s) for s in sources],
+                "target_table_information": {"table_size_bytes": view_bytes}, **({"reason": self.reason}
+                                                                                  if self.reason else {})}
+
+
+def _source(source: Change | Snapshot) -> dict[str, Any]:
+    snap = source.snapshot if isinstance(source, Change) else source
+    out: dict[str, Any] = {"table_path": snap.path, "table_version": snap.version,
+                           "table_size_bytes": snap.table_bytes}
+    if isinstance(source, Change):
+        out.update(previous_version=source.seen, appended_bytes=source.appended_bytes,
+                   appended_rows=source.appended_rows)
+    return out
+
+
+def full_plan(policy: RefreshPolicy, reason: str) -> Plan:
+    """A full recompute decided without looking at changes (FULL, a first refresh, a full refresh)."""
+    return Plan(policy, COMPLETE_RECOMPUTE, (Candidate(COMPLETE_RECOMPUTE),), reason)
+
+
+def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] | None, view_bytes: int,
+           context: Sequence[Issue] = (), reason_without_state: str = "") -> Plan:
+    """The plan of one refresh. ``changes``: each input's change since the view's last refresh, None when the
+    view has no usable refresh state (then the incremental techniques are reported with that reason);
+    ``context``: issues of the view itself that stop every incremental technique."""
+    inputs = sum(c.snapshot.table_bytes for c in changes or ())
+    appended = sum(c.appended_bytes for c in changes or ())
+    change_issues = [c.issue for c in changes or () if c.issue is not None]
+    if changes is None:
+        change_issues = [Issue("NO_PREVIOUS_REFRESH", reason_without_state or "the view has no refresh state")]
+    costs = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes,
+             COMPLETE_RECOMPUTE: inputs + view_bytes}
+    candidates = [Candidate(COMPLETE_RECOMPUTE, cost=costs[COMPLETE_RECOMPUTE])]
+    for technique in INCREMENTAL_TECHNIQUES:
+        issues = (*analysis.issues.get(technique, ()), *context, *change_issues)
+        candidates.append(Candidate(technique, tuple(dict.fromkeys(issues)), costs[technique]))
+    candidates.extend(Candidate(t, analysis.issues.get(t, ())) for t in REPORTED)
+    usable = [c for c in candidates if c.applicable and c.technique in INCREMENTAL_TECHNIQUES]
+    if usable and changes is not None and all(c.unchanged for c in changes):
+        return Plan(policy, NO_OP, (Candidate(NO_OP, cost=0), *candidates), "no input changed")
+    best = min(usable, key=lambda c: c.cost or 0, default=None)
+    if best is None or (policy is RefreshPolicy.AUTO and (best.cost or 0) >= costs[COMPLETE_RECOMPUTE]):
+        return Plan(policy, COMPLETE_RECOMPUTE, tuple(candidates))
+    return Plan(policy, best.technique, tuple(candidates))
+
+
+def query_issues(analysis: Analysis) -> list[Issue]:
+    """Why the query itself allows no incremental technique (empty: one applies)."""
+    if any(analysis.applicable(t) for t in INCREMENTAL_TECHNIQUES):
+        return []
+    issues: list[Issue] = []
+    for technique in INCREMENTAL_TECHNIQUES:
+        issues.extend(i for i in analysis.issues.get(technique, ()) if i not in issues)
+    return issues

@@ -1,0 +1,176 @@
+"""One materialized view's refresh: plan it (policy, analysis, changes, cost), run the incremental technique or
+hand the full recompute back to the runner's executor with what its commit must carry.
+
+Used by ``FlowExecutor._run_materialized_view`` (``framework/runner/flows.py``)::
+
+    refresh = ViewRefresh(executor)
+    if not refresh.incrementally(result):      # NO_OP, APPEND_ONLY or GROUP_AGGREGATE done and committed
+        df = refresh.full_query()              # the query over the inputs pinned to the planned versions
+        refresh.before_commit()                # the refresh record (state.py), before the data commit
+        ... the overwrite, carrying refresh.txn ...
+
+Inputs are read through the flow's reader with a substitute (``ExecuteReader.substitute``): their rows as of the
+version the plan saw (so the record names exactly what was read), or only the files appended since the last
+refresh. A query that reads anything else than the pipeline's Delta tables is planned as a full recompute.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from framework import state_files
+from framework.errors import NotIncrementalizableError
+from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, analyze
+from framework.incremental.changes import Change, Snapshot, change_since, snapshot
+from framework.incremental.plan_json import analyzed_plan
+from framework.incremental.planner import NO_OP, Plan, choose, full_plan, query_issues
+from framework.incremental.policy import RefreshPolicy, policy_of
+from framework.incremental.state import (
+    APP_ID,
+    RefreshState,
+    SeenInput,
+    committed_state,
+    last_refresh,
+    state_folder,
+    write_state,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from framework.runner.flows import FlowExecutor
+    from framework.runner.results import FlowResult
+
+
+class ViewRefresh:
+    """The refresh of the materialized view ``executor`` runs (see the module's docstring)."""
+
+    def __init__(self, executor: FlowExecutor) -> None:
+        self.ex = executor
+        self.spark = executor.env.spark
+        dataset = executor.dataset
+        self.policy = policy_of(dataset.refresh_policy if dataset is not None else None)
+        self.path = executor.env.table_path(executor.registry, executor.target_key)
+        self.folder = state_folder(executor.env.checkpoint_path(executor.flow))
+        self.snapshots: dict[str, Snapshot] = {}
+        self.plan: Plan | None = None
+        self.analysis: Analysis | None = None
+        self.txn: tuple[str, int] | None = None
+        self._full: DataFrame | None = None
+        self._started = time.monotonic()
+
+    # ------------------------------------------------------------------------------------------ planning
+    def incrementally(self, result: FlowResult) -> bool:
+        """Plan the refresh; run it when it is incremental (True), else leave the recompute to the caller."""
+        if self.policy is RefreshPolicy.FULL:
+            self._planned(result, full_plan(self.policy, "REFRESH POLICY FULL"), [])
+            return False
+        self._full = self._query(self._snapshot_read)
+        analysis = self.analysis = analyze(analyzed_plan(self._full))
+        context = self._context_issues(analysis)
+        if self.policy is RefreshPolicy.INCREMENTAL_STRICT:
+            self._strict(query_issues(analysis) + context)
+        state = committed_state(self.path, self.folder) if state_files.exists(self.path) else None
+        changes, why = self._changes(state, analysis)
+        plan = choose(self.policy, analysis, changes, self._view_bytes(), context, why)
+        if self.policy is RefreshPolicy.INCREMENTAL_STRICT and changes is not None and not plan.incremental:
+            self._strict([(i) for i in plan.blocking_issues()])
+        self.txn = (APP_ID, last_refresh(self.path) + 1)
+        self._planned(result, plan, changes if changes is not None else list(self.snapshots.values()))
+        if plan.chosen == NO_OP:
+            result.num_output_rows = 0
+            result.status = "COMPLETED"
+            return True
+        if not plan.incremental:
+            return False
+        assert changes is not None
+        from framework.incremental.techniques import run_technique
+
+        run_technique(self, plan.chosen, changes, result)
+        return True
+
+    def full_query(self) -> DataFrame:
+        """The query a full recompute writes: over the inputs pinned to the planned versions (FULL: as read)."""
+        return self._full if self._full is not None else self.ex._query()
+
+    def before_commit(self, technique: str | None = None) -> None:
+        """Write the refresh record the next commit's ``txn`` will point to (nothing for FULL)."""
+        if self.txn is None or self.analysis is None:
+            return
+        inputs = {p: SeenInput(s.version, s.table_id) for p, s in self.snapshots.items()}
+        chosen = technique or (self.plan.chosen if self.plan is not None else "COMPLETE_RECOMPUTE")
+        write_state(self.folder, RefreshState(self.txn[1], self.analysis.fingerprint, chosen, inputs,
+                                              round(time.monotonic() - self._started, 3)))
+
+    def writer_options(self) -> dict[str, str]:
+        """Delta's idempotent-write options carrying the refresh's ``txn`` (none for FULL)."""
+        if self.txn is None:
+            return {}
+        return {"txnAppId": self.txn[0], "txnVersion": str(self.txn[1])}
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _query(self, substitute: Any) -> DataFrame:
+        reader = self.ex.reader
+        previous = reader.substitute
+        reader.substitute = substitute
+        try:
+            return self.ex._query()
+        finally:
+            reader.substitute = previous
+
+    def _snapshot_read(self, key: str, path: str) -> DataFrame | None:
+        snap = self.snapshots.get(path) or snapshot(path)
+        if snap is None:
+            return None
+        self.snapshots[path] = snap
+        return snap.read(self.spark)
+
+    def changed_query(self, changes: list[Change]) -> DataFrame:
+        """The query over only the rows appended to each input since the last refresh."""
+        by_path = {c.snapshot.path: c for c in changes}
+
+        def appended(key: str, path: str) -> DataFrame | None:
+            change = by_path.get(path)
+            return None if change is None else change.snapshot.read(self.spark, change.appended)
+
+        return self._query(appended)
+
+    def _changes(self, state: RefreshState | None, analysis: Analysis) -> tuple[list[Change] | None, str]:
+        if state is None:
+            return None, "first refresh, or the view changed since its last refresh"
+        if state.fingerprint != analysis.fingerprint:
+            return None, "the query or its inputs' columns changed since the last refresh"
+        changes: list[Change] = []
+        for path, snap in self.snapshots.items():
+            seen = state.inputs.get(path)
+            if seen is None:
+                return None, f"{path} was not an input of the last refresh"
+            changes.append(change_since(snap, seen.version, seen.table_id))
+        return changes, ""
+
+    def _context_issues(self, analysis: Analysis) -> list[Issue]:
+        issues: list[Issue] = []
+        if analysis.relations != len(self.snapshots) or not self.snapshots:
+            issues.append(Issue("INPUT_NOT_DELTA", "the query reads a source that is not a Delta table of the "
+                                                   "pipeline"))
+        dataset = self.ex.dataset
+        if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and self.ex.expectations:
+            issues.append(Issue("EXPECTATIONS_ON_AGGREGATE", "expectations on an aggregate view"))
+        if analysis.applicable(GROUP_AGGREGATE) and len(analysis.keys) != analysis.group_keys:
+            issues.append(Issue("GROUPING_EXPRESSION", "a GROUP BY column is not an output of the view"))
+        return issues
+
+    def _strict(self, issues: list[Issue]) -> None:
+        if issues:
+            raise NotIncrementalizableError(self.ex._dataset_name(), [(i.issue_type, i.reason) for i in issues])
+
+    def _view_bytes(self) -> int:
+        from framework.delta_log import live_files
+
+        files = live_files(self.path) if state_files.exists(self.path) else None
+        return sum(int(f.get("size") or 0) for f in (files or {}).values())
+
+    def _planned(self, result: FlowResult, plan: Plan, sources: list[Any]) -> None:
+        self.plan = plan
+        result.planning = plan.details(sources, self._view_bytes())
