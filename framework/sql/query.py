@@ -2,11 +2,11 @@
 
 The query text is parsed by Spark's own SQL parser (no regular expressions). Every relation the parsed plan
 reads is found with its place in the text: ``STREAM(x)`` / ``STREAM x``, ``LIVE.x``, ``schema.x``,
-``catalog.schema.x``, ``read_files(...)`` (batch, or Auto Loader under ``STREAM``), legacy
-``cloud_files(...)`` and direct file queries (``json.`/path```). Each is read through ``spark`` as pipeline
-code would (``spark.read.table``, ``spark.readStream.table``, ``format("cloudFiles")``), so the runner's reads,
-Databricks path mapping and Auto Loader apply, registered as a temporary view, and its text replaced by the
-view's name; Spark then analyses the rewritten query.
+``catalog.schema.x``, ``read_files(...)`` (batch, or Auto Loader under ``STREAM``), ``read_kafka(...)``
+(framework/kafka/sql.py), legacy ``cloud_files(...)`` and direct file queries (``json.`/path```). Each is read
+through ``spark`` as pipeline code would (``spark.read.table``, ``spark.readStream.table``,
+``format("cloudFiles")``), so the runner's reads, Databricks path mapping and Auto Loader apply, registered as a
+temporary view, and its text replaced by the view's name; Spark then analyses the rewritten query.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _LEAVES = {"UnresolvedRelation", "UnresolvedTableValuedFunction", "OneRowRelatio
 class Relation:
     """One thing a query reads, and where it stands in the query text (``stop`` inclusive)."""
 
-    kind: str  # table | files | read_files | cloud_files
+    kind: str  # table | files | read_files | cloud_files | read_kafka
     start: int
     stop: int
     streaming: bool
@@ -146,7 +146,7 @@ def _quote(part: str) -> str:
 def _function(node: Any, streaming: bool) -> Relation | None:
     start, stop = _span(node)
     function = ".".join(_strings(node.name())).lower()
-    if function not in ("read_files", "cloud_files"):
+    if function not in ("read_files", "cloud_files", "read_kafka"):
         return None
     positional: list[str] = []
     named: list[tuple[str, str]] = []
@@ -161,6 +161,11 @@ def _function(node: Any, streaming: bool) -> Relation | None:
             named.extend(zip(values[0::2], values[1::2], strict=True))
         else:
             positional.append(_literal(arg))
+    if function == "read_kafka":  # framework/kafka/sql.py: named arguments only, as on Databricks
+        if positional:
+            raise SqlError("read_kafka takes named arguments only: read_kafka(bootstrapServers => '...', "
+                           "subscribe => '...')", code="SQL_PARSE_ERROR")
+        return Relation("read_kafka", start, stop, streaming, options=tuple(named))
     if function == "read_files":
         if not positional:
             raise SqlError("read_files needs a path", code="SQL_PARSE_ERROR")
@@ -210,6 +215,10 @@ def _read(spark: Any, relation: Relation) -> DataFrame:
         return reader.table(relation.name)
     if relation.kind == "files":
         return spark.read.format(relation.name).load(relation.path)
+    if relation.kind == "read_kafka":
+        from framework.kafka.sql import read_kafka
+
+        return read_kafka(spark, relation.options, relation.streaming)
     options = {k: v for k, v in relation.options}
     fmt = options.pop("format", None)
     schema = options.pop("schema", None)  # a DDL string: the files' schema, as .schema(...) in Python
