@@ -79,7 +79,7 @@ class ReaderProxy:
 
     def table(self, name: str) -> DataFrame:
         """A table by name: a pipeline dataset through the active flow's reader, else the catalog's."""
-        return self._router.current().table(name, streaming=self._streaming, options=self._options)
+        return self._router.table(name, streaming=self._streaming, options=self._options)
 
     def load(self, path: str | list[str] | None = None, format: str | None = None, schema: Any = None,
              **options: Any) -> DataFrame:
@@ -218,7 +218,7 @@ class SessionProxy:
 
     def table(self, name: str) -> DataFrame:
         """``spark.table``: a pipeline dataset through the active flow's reader, else the catalog's."""
-        return self._router.current().table(name, streaming=False)
+        return self._router.table(name, streaming=False)
 
     def sql(self, query: str, *args: Any, **kwargs: Any) -> DataFrame:
         """SQL with ``LIVE.name`` references resolved to the pipeline's datasets."""

@@ -81,6 +81,18 @@ class ReadRouter:
                                 "query function", code="NO_ACTIVE_FLOW")
         return reader
 
+    def table(self, name: str, streaming: bool, options: Mapping[str, str] | None = None) -> DataFrame:
+        """``spark.read.table`` / ``spark.table`` / ``spark.readStream.table``: through the active flow's
+        reader; outside query functions (a pipeline file's top level, e.g. reading a reference table's schema)
+        a plain read of a table the catalog has, as on Databricks (a spec ``tables:`` entry, a published
+        table). A name the catalog lacks may be a pipeline dataset, which only a query function reads."""
+        reader = self._current.get()
+        if reader is not None:
+            return reader.table(name, streaming=streaming, options=options)
+        if not self.spark.catalog.tableExists(local_table_name(name)):
+            return self.current().table(name, streaming=streaming, options=options)  # raises NO_ACTIVE_FLOW
+        return external_read(self.spark, name, streaming, options or {})
+
     def current_or_none(self) -> FlowReader | None:
         """The active reader, or None outside query functions."""
         return self._current.get()
