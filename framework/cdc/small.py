@@ -102,11 +102,11 @@ def commit_versions(ctx: TargetContext, target: DataFrame, keys: list[str], chan
 def create_small(ctx: TargetContext, schema: StructType, rows: Any, txn: tuple[str, int]) -> bool:
     """Create a new target with the Arrow ``rows`` of its first batch (every one an insert) with the driver, as
     ``TxnWriter.append`` does through Spark: the same table properties and ``txn``. False when Spark must."""
-    from framework.cdc.storage import TABLE_PROPERTIES
+    from framework.cdc.storage import TABLE_PROPERTIES, replace_pending
     from framework.driver_delta import NeedsSpark, append_arrow
     from framework.small_tables import arrow_writable
 
-    if ctx.small_bytes <= 0 or not arrow_writable(schema):
+    if ctx.small_bytes <= 0 or not arrow_writable(schema) or replace_pending(ctx.target_path):
         return False
     try:
         append_arrow(ctx.target_path, schema, rows, txn=txn, configuration=dict(TABLE_PROPERTIES))
@@ -118,10 +118,11 @@ def create_small(ctx: TargetContext, schema: StructType, rows: Any, txn: tuple[s
 def append_small(ctx: TargetContext, path: str, schema: StructType, rows: Any, txn: tuple[str, int]) -> bool:
     """Append Arrow ``rows`` of ``schema`` to a state table with the driver (``txn`` skips a replay); False when
     Spark must append them."""
+    from framework.cdc.storage import replace_pending
     from framework.driver_delta import NeedsSpark, append_arrow, checkpoint_if_due
     from framework.small_tables import arrow_writable
 
-    if ctx.small_bytes <= 0 or not arrow_writable(schema):
+    if ctx.small_bytes <= 0 or not arrow_writable(schema) or replace_pending(path):
         return False
     try:
         append_arrow(path, schema, rows, txn=txn)

@@ -25,6 +25,9 @@ TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 METADATA_FILE = "cdc_target.json"
+# In a table's folder (Delta ignores files it does not log): a full refresh truncated the table, and the next write
+# replaces it (schema included) as if it were new; see ``truncate_for_refresh``.
+REPLACE_MARK = "_medallion_replace"
 
 
 def local_path(path: str) -> Path:
@@ -32,17 +35,67 @@ def local_path(path: str) -> Path:
     return Path(path[len("file:"):] if path.startswith("file:") else path)
 
 
-def delta_exists(spark: SparkSession, path: str) -> bool:
-    """True when ``path`` holds a Delta table."""
+def has_delta_log(path: str) -> bool:
+    """True when ``path`` holds a Delta table, truncated by a full refresh or not."""
     return (local_path(path) / "_delta_log").is_dir()
 
 
+def replace_pending(path: str) -> bool:
+    """True when a full refresh truncated the table at ``path`` and nothing was written to it since."""
+    return (local_path(path) / REPLACE_MARK).is_file()
+
+
+def delta_exists(spark: SparkSession, path: str) -> bool:
+    """True when ``path`` holds a Delta table the CDC writers continue: not one a full refresh truncated (that one
+    they treat as new, and their first write replaces it)."""
+    return has_delta_log(path) and not replace_pending(path)
+
+
+def _replaced(path: str) -> None:
+    (local_path(path) / REPLACE_MARK).unlink(missing_ok=True)
+
+
 def create_table(spark: SparkSession, path: str, schema: StructType) -> None:
-    """Create an empty Delta table with deletion vectors enabled (so MERGE rewrites only changed rows)."""
-    builder = spark.createDataFrame([], schema).write.format("delta").mode("append")
-    for key, value in TABLE_PROPERTIES.items():
-        builder = builder.option(key, value)
+    """Create an empty Delta table with deletion vectors enabled (so MERGE rewrites only changed rows); a table a
+    full refresh truncated is replaced instead (one commit, its history kept)."""
+    builder = _new_table_writer(spark.createDataFrame([], schema), path)
     builder.save(path)
+    _replaced(path)
+
+
+def _new_table_writer(df: DataFrame, path: str) -> Any:
+    """A writer that creates the table at ``path`` with :data:`TABLE_PROPERTIES` or, after a full refresh
+    truncated it, overwrites it with ``df``'s schema."""
+    if replace_pending(path):
+        return df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+    return df.write.format("delta").mode("append").options(**TABLE_PROPERTIES)
+
+
+def truncate_for_refresh(spark: SparkSession, path: str) -> None:
+    """Full refresh of the CDC table at ``path``: one commit that removes every row (its history and id kept,
+    as Databricks' full refresh truncates), and a mark so that the writers treat it as new. The mark comes
+    first: after a crash in between, the next write replaces whatever is there."""
+    from delta.tables import DeltaTable
+
+    if not has_delta_log(path):
+        return
+    (local_path(path) / REPLACE_MARK).touch()
+    DeltaTable.forPath(spark, path).delete()
+
+
+def refresh_state(spark: SparkSession, state_path: str) -> None:
+    """Full refresh of a CDC target's hidden state folder: its Delta tables truncated (``truncate_for_refresh``),
+    every other file (metadata, snapshot progress) deleted."""
+    folder = local_path(state_path)
+    if not folder.is_dir():
+        return
+    for child in folder.iterdir():
+        if child.is_dir() and (child / "_delta_log").is_dir():
+            truncate_for_refresh(spark, str(child))
+        elif child.is_dir():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def remove_tree(path: str) -> None:
@@ -119,11 +172,12 @@ class TxnWriter:
         Without a table at ``path`` the append creates it, with :data:`TABLE_PROPERTIES`, in the same commit as
         its rows (and its transaction id). That is cheaper than creating it empty first: Delta checks the
         transaction id of an append to an existing table by reconstructing the table's state with Spark jobs."""
-        writer = (df.write.format("delta").mode("append").option("txnAppId", app_id)
-                  .option("txnVersion", str(version)))
-        if not delta_exists(df.sparkSession, path):
-            writer = writer.options(**TABLE_PROPERTIES)
-        writer.save(path)
+        if delta_exists(df.sparkSession, path):
+            writer = df.write.format("delta").mode("append")
+        else:
+            writer = _new_table_writer(df, path)
+        writer.option("txnAppId", app_id).option("txnVersion", str(version)).save(path)
+        _replaced(path)
 
 
 def _snapshot(spark: SparkSession, path: str) -> Any:
@@ -134,8 +188,9 @@ def _snapshot(spark: SparkSession, path: str) -> Any:
 
 
 def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
-    """The last ``txnVersion`` committed by ``app_id`` into the Delta table at ``path`` (from the log)."""
-    if not delta_exists(spark, path):
+    """The last ``txnVersion`` committed by ``app_id`` into the Delta table at ``path`` (from the log; a full
+    refresh's truncation keeps the table's transactions)."""
+    if not has_delta_log(path):
         return None
     option = _snapshot(spark, path).transactions().get(app_id)
     return int(option.get()) if option.isDefined() else None

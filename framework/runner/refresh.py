@@ -54,17 +54,26 @@ def clear_dataset(env: UpdateEnvironment, graph: PipelineGraph, key: str, output
     to versions before the refresh still works. So a streaming table with commits is replaced in place (Delta's
     REPLACE TABLE: one commit that removes every file and sets the table's columns, layout and properties from
     the declaration, its columns from ``output``, the query's output as the resolution found it, unless a schema
-    is declared); a materialized view is left for its recompute, an overwrite commit. APPLY CHANGES and snapshot
-    targets are still deleted and recreated at version 0: their writers decide by whether the target exists."""
+    is declared); a materialized view is left for its recompute, an overwrite commit. An APPLY CHANGES or snapshot
+    target and the Delta tables of its hidden state are truncated (one commit each) and marked, so that their
+    writers treat them as new and their first write replaces them (``framework.cdc.storage``)."""
+    from framework.cdc.storage import refresh_state, truncate_for_refresh
+
     registry = graph.registry
+    cdc_state = Path(env.cdc_state_path(key))
     for path in env.dataset_state(key):
-        if path.exists():
+        if path == cdc_state:
+            refresh_state(env.spark, str(path))  # its tables truncated, their history kept
+        elif path.exists():
             shutil.rmtree(path)
     if key not in registry.datasets:
         return
     table = Path(env.table_path(registry, key))
     kind = graph.kinds.get(key)
     cdc = any(f.cdc is not None or f.snapshot_cdc is not None for f in registry.flows_into(key))
+    if cdc and has_commit(table):
+        truncate_for_refresh(env.spark, str(table))  # the CDC writer's first write replaces it (schema included)
+        return
     if has_commit(table) and kind is DatasetKind.MATERIALIZED_VIEW:
         return  # the recompute overwrites it (replacing the schema where it changed) in one commit
     if has_commit(table) and not cdc and (output is not None or registry.datasets[key].schema is not None):
