@@ -26,6 +26,7 @@ from framework.autoloader.options import CloudFilesOptions
 from framework.autoloader.paths import RemoteFile
 from framework.autoloader.schema_store import STATE_FILE, StoredSchema
 from framework.errors import AutoLoaderError
+from framework.rescued import note_rescued_column
 from framework.storage_url import ObjectStoreUrl
 
 
@@ -227,4 +228,5 @@ def load_remote(spark: SparkSession, opts: CloudFilesOptions, path: str, user_sc
         data = StructType([f for f in data.fields if f.name != rescued])
     plan = records.Plan(data=data, partitions=partitions, rescued_column=rescued, guard=None,
                         case_sensitive=opts.reader_case_sensitive)
+    note_rescued_column(rescued)
     return build(spark, opts, path, plan, [], None, StructType([]))

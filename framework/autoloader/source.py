@@ -22,6 +22,7 @@ from framework.autoloader.options import DEFAULT_MAX_FILES_PER_TRIGGER, CloudFil
 from framework.autoloader.paths import ListedFile, list_files, to_local
 from framework.autoloader.schema_store import SchemaStore, StoredSchema
 from framework.errors import AutoLoaderError, UnknownFieldError
+from framework.rescued import note_rescued_column
 from framework.storage_url import is_local
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ def load_cloud_files(spark: SparkSession, path: str, options: dict[str, str], sc
     if rescued is not None and rescued in {f.name for f in data.fields}:
         data = StructType([f for f in data.fields if f.name != rescued])
 
+    note_rescued_column(rescued)  # counted under its own name (framework/rescued.py)
     plan = records.Plan(data=data, partitions=partitions, rescued_column=rescued,
                         guard=mode if mode in ("addNewColumns", "failOnNewColumns") else None,
                         case_sensitive=opts.reader_case_sensitive)

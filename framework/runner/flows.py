@@ -112,17 +112,24 @@ class FlowExecutor:
 
     # ----------------------------------------------------------------------------------------- helpers
     def _query(self) -> DataFrame:
-        with self.router.activate(self.reader):
-            return call_query_function(self.flow)
+        from framework.rescued import collect_rescued_columns
+
+        with self.router.activate(self.reader), collect_rescued_columns() as rescued:
+            df = call_query_function(self.flow)
+        self._rescued_names = sorted(rescued)
+        return df
 
     def _rescued_column(self) -> str | None:
-        """The rescued data column whose non-NULL rows this flow counts: Auto Loader's default
-        ``_rescued_data``, for a flow that reads no dataset of the pipeline (where values are rescued, so that a
-        row passed on downstream is not counted again by every dataset that keeps the column)."""
+        """The rescued data column whose non-NULL rows this flow counts: the one its Auto Loader source made
+        (``rescuedDataColumn``; by default ``_rescued_data``), for a flow that reads no dataset of the pipeline
+        (where values are rescued, so that a row passed on downstream is not counted again by every dataset that
+        keeps the column)."""
         # imported here: Auto Loader's modules load only when a flow uses them
         from framework.autoloader.source import RESCUED_DEFAULT
 
-        return None if self.graph.inputs.get(self.key) else RESCUED_DEFAULT
+        if self.graph.inputs.get(self.key):
+            return None
+        return next(iter(getattr(self, "_rescued_names", ())), RESCUED_DEFAULT)
 
     def _dataset_name(self) -> str:
         return self.dataset.name if self.dataset is not None else self.flow.target

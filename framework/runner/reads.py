@@ -225,7 +225,12 @@ class ExecuteReader(FlowReader):
     def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
         self.sources.append(CloudSource(path, dict(options), self.env.checkpoint_path(self.flow)))
         built = self.prebuilt.pop(source_key(self.flow_key, path, options, schema), None)
-        return built if built is not None else self.build_cloud_files(path, options, schema)
+        if built is None:
+            return self.build_cloud_files(path, options, schema)
+        from framework.rescued import note_rescued_columns_of
+
+        note_rescued_columns_of(built)
+        return built
 
     @override
     def dataset(self, key: str, dataset: Dataset, streaming: bool,

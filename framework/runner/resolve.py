@@ -217,9 +217,12 @@ class ResolveReader(FlowReader):
     @override
     def cloud_files(self, path: str, options: dict[str, str], schema: Any) -> DataFrame:
         from framework.autoloader import reusable_source
+        from framework.rescued import collect_rescued_columns, remember_rescued_columns
 
-        df = self.build_cloud_files(path, options, schema)
+        with collect_rescued_columns() as rescued:
+            df = self.build_cloud_files(path, options, schema)
         if reusable_source(options, user_schema=schema is not None):
+            remember_rescued_columns(df, rescued)  # the flow that takes it counts them (framework/rescued.py)
             self._resolver.sources[source_key(self.flow_key, path, options, schema)] = df
         return df
 
