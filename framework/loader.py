@@ -16,7 +16,7 @@ import sys
 import traceback
 import types
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,7 +183,7 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
     sys.path[:0] = added
     modules_before = set(sys.modules)
     try:
-        with pipeline_environment(spark, dbutils), registration_context(registry):
+        with pipeline_environment(spark, dbutils), registration_context(registry), _columns_for(spark):
             for path in files:
                 _exec_library(path, spark, dbutils)
     finally:
@@ -200,6 +200,16 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
                     and not module_file.startswith(installed)) or name.startswith(_MODULE_PREFIX):
                 sys.modules.pop(name, None)
     return LoadedPipeline(spec=spec, registry=registry, files=tuple(files), mapper=mapper)
+
+
+def _columns_for(spark: Any) -> Any:
+    """Without Spark, top-level ``col(...)``/``expr(...)`` build text-only Columns (``framework/static_columns.py``),
+    as they work on Databricks."""
+    if not isinstance(spark, ConfOnlySpark):
+        return nullcontext()
+    from framework.static_columns import static_columns
+
+    return static_columns()
 
 
 def _exec_library(path: Path, spark: Any, dbutils: Any) -> None:
