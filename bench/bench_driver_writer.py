@@ -145,9 +145,9 @@ def main() -> None:
     parser.add_argument("--large-rows", type=int, default=200_000)
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    from framework.runner.session import get_or_create_session  # the project's session: its jars and log store
+    from framework.runner.session import get_or_create_session
 
-    spark = get_or_create_session()
+    spark = get_or_create_session()  # the project's session: its jars and log store
     with tempfile.TemporaryDirectory(prefix="bench-writer-") as root:
         tables = {side: str(Path(root) / side) for side in ("framework", "delta-rs")}
         for path in tables.values():
