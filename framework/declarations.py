@@ -147,6 +147,7 @@ class Flow:
     cdc: ApplyChanges | None = None
     snapshot_cdc: ApplyChangesFromSnapshot | None = None
     expectations: tuple[Expectation, ...] = ()  # expectation decorators stacked on an @append_flow function
+    replace_where: str | None = None  # REPLACE WHERE flow: rows matching it are replaced by the query's, each update
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,8 @@ def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Map
                     "must be a streaming table: " + _say(loc.file, f"dlt.create_streaming_table(\"{dataset.name}\")",
                                                          f"CREATE OR REFRESH STREAMING TABLE {dataset.name}"),
                     loc.file, loc.line))
-            if flow.kind is FlowKind.APPEND and not flow.once and not streaming.get(key, True):
+            if flow.kind is FlowKind.APPEND and not flow.once and flow.replace_where is None \
+                    and not streaming.get(key, True):
                 problems.append(Problem(
                     "APPEND_FLOW_NOT_STREAMING",
                     f"append flow '{flow.name}' " + _say(

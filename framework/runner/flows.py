@@ -103,6 +103,10 @@ class FlowExecutor:
             self._run_snapshot_cdc(result)
         elif self.sink is not None:
             self._run_sink(result)
+        elif flow.replace_where is not None:
+            from framework.runner.replace_where import run_replace_where
+
+            run_replace_where(self, result)
         elif flow.once:
             self._run_once(result)
         elif self.kind is DatasetKind.MATERIALIZED_VIEW:

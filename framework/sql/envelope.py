@@ -88,6 +88,7 @@ class CreateDataset:
     flow_once: bool = False  # FLOW INSERT ONCE BY NAME
     changes: ChangesClause | None = None  # FLOW AUTO CDC ...
     refresh_policy: str | None = None  # REFRESH POLICY {AUTO | INCREMENTAL | INCREMENTAL STRICT | FULL}
+    replace_where: Fragment | None = None  # FLOW REPLACE WHERE predicate BY NAME query
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class CreateFlow:
     query: Fragment | None = None
     changes: ChangesClause | None = None
     comment: str | None = None
+    replace_where: Fragment | None = None  # INSERT INTO target BY NAME REPLACE WHERE predicate query
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class SetStatement:
 
 Statement = CreateDataset | CreateFlow | ApplyChanges | SetStatement
 
+_QUERY_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}  # how a query starts (after REPLACE WHERE ...)
 _CHANGES_WORDS = {"KEYS", "IGNORE", "APPLY", "SEQUENCE", "COLUMNS", "STORED", "TRACK", "WHERE"}
 
 
@@ -321,10 +324,16 @@ class _Parser:
         query = None
         once = False
         changes = None
+        replace_where = None
         if self.accept("AS"):
             query = self.rest()
         elif self.accept("FLOW"):
-            once, query, changes = self._flow_body(name, insert_into=False)
+            if self.accept("REPLACE"):  # FLOW REPLACE WHERE predicate BY NAME query
+                replace_where, query = self._replace_where()
+            else:
+                once, query, changes = self._flow_body(name, insert_into=False)
+            if kind == "table":  # CREATE TABLE ... FLOW: a table written by its flows (appends)
+                kind = "streaming_table"
         if kind == "table":  # plain CREATE TABLE in a pipeline: a materialized view (legacy LIVE TABLE)
             kind = "materialized_view"
         if kind == "view" and query is None:
@@ -333,7 +342,7 @@ class _Parser:
             raise EnvelopeError(f"materialized view '{name}' needs AS query", start)
         return CreateDataset(kind, name, start, private, columns, constraints, clauses.comment, clauses.properties,
                              clauses.partition_cols, clauses.cluster_by, clauses.cluster_auto, clauses.location,
-                             query, once, changes, clauses.refresh_policy)
+                             query, once, changes, clauses.refresh_policy, replace_where)
 
     def _table_spec(self) -> tuple[tuple[str, ...], tuple[Constraint, ...]]:
         body = self.parenthesized()
@@ -435,7 +444,20 @@ class _Parser:
         target = self.name()
         self.expect("BY")
         self.expect("NAME")
+        if self.accept("REPLACE"):  # ... BY NAME REPLACE WHERE predicate query
+            self.expect("WHERE")
+            predicate = self.expression_until(_QUERY_WORDS)
+            return CreateFlow(name, target, start, once=once, query=self.rest(), comment=comment,
+                              replace_where=predicate)
         return CreateFlow(name, target, start, once=once, query=self.rest(), comment=comment)
+
+    def _replace_where(self) -> tuple[Fragment, Fragment]:
+        """``WHERE predicate BY NAME query`` after ``FLOW REPLACE``: the predicate and the query."""
+        self.expect("WHERE")
+        predicate = self.expression_until({"BY"})
+        self.expect("BY")
+        self.expect("NAME")
+        return predicate, self.rest()
 
     def _flow_body(self, target: str, insert_into: bool) -> tuple[bool, Fragment | None, ChangesClause | None]:
         """``FLOW INSERT [ONCE] BY NAME query`` or ``FLOW AUTO CDC ...`` of a streaming table."""

@@ -130,7 +130,8 @@ def _dataset(statement: Statement, parsed: env.CreateDataset, library: _Library)
             else FlowKind.QUERY
         registry.add_flow(Flow(name=name, target=name, kind=kind, location=location,
                                query_function=query_function(statement, parsed.query, name), once=parsed.flow_once,
-                               spark_conf=dict(library.settings), comment=parsed.comment))
+                               spark_conf=dict(library.settings), comment=parsed.comment,
+                               replace_where=parsed.replace_where.text if parsed.replace_where else None))
 
 
 def _is_flow(parsed: env.CreateDataset) -> bool:
@@ -146,7 +147,8 @@ def _flow(statement: Statement, parsed: env.CreateFlow, library: _Library) -> No
     active_registry().add_flow(Flow(
         name=parsed.name, target=_bare(parsed.target), kind=FlowKind.APPEND, location=_location(statement),
         query_function=query_function(statement, parsed.query, _bare(parsed.target)), once=parsed.once,
-        comment=parsed.comment, spark_conf=dict(library.settings)))
+        comment=parsed.comment, spark_conf=dict(library.settings),
+        replace_where=parsed.replace_where.text if parsed.replace_where else None))
 
 
 def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str | None, once: bool,
