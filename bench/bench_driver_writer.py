@@ -7,6 +7,9 @@ local file system, with Delta's idempotent ``txn`` (app id, version) as a stream
 * ``small``: 10 rows per commit in a warm process (an event-log append, a small stream batch), the median of
   ``--commits`` commits each;
 * ``large``: ``--large-rows`` rows per commit, the median of ``--runs`` commits each;
+* ``read``: a 10-row commit, then delta-spark's read of the table (its row count) in the warm session: what the
+  next flow of an update pays to see the commit (Delta takes protocol and metadata from a version's checksum, which
+  the framework's writer writes and delta-rs does not, instead of replaying the log with Spark jobs);
 * ``cold``: a fresh Python process that imports the writer and makes one 10-row commit (what a cold
   ``medallion run`` pays before its first driver write), the median of ``--runs`` processes each.
 
@@ -123,6 +126,16 @@ def _cold(script: str) -> Callable[[str, int], float]:
     return run
 
 
+def _then_read(spark, fn: Callable[[str, int, int], None], offset: int  # type: ignore[no-untyped-def]
+               ) -> Callable[[str, int], float]:
+    def run(path: str, i: int) -> float:
+        start = time.perf_counter()
+        fn(path, SMALL_ROWS, offset + i)
+        spark.read.format("delta").load(path).count()
+        return time.perf_counter() - start
+    return run
+
+
 def verify(spark, tables: dict[str, str], expected_rows: int) -> None:  # type: ignore[no-untyped-def]
     """delta-spark reads both tables whole and their history; delta-rs reads every version of ours."""
     from deltalake import DeltaTable
@@ -158,8 +171,10 @@ def main() -> None:
         alternate("small", args.commits, tables, {s: _timed(f, SMALL_ROWS, 1) for s, f in writers.items()})
         large = args.commits + 1  # txn versions only grow: a lower one is a replayed batch, skipped
         alternate("large", args.runs, tables, {s: _timed(f, args.large_rows, large) for s, f in writers.items()})
+        reads = large + args.runs
+        alternate("read", args.runs, tables, {s: _then_read(spark, f, reads) for s, f in writers.items()})
         alternate("cold", args.runs, tables, {"framework": _cold(_COLD_OURS), "delta-rs": _cold(_COLD_DELTA_RS)})
-        expected = SMALL_ROWS * (1 + args.commits + args.runs) + args.large_rows * args.runs
+        expected = SMALL_ROWS * (1 + args.commits + 2 * args.runs) + args.large_rows * args.runs
         verify(spark, tables, expected)
     print(f"load average at end: {os.getloadavg()}", flush=True)
 
