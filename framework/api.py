@@ -245,7 +245,7 @@ def _table_options(location: SourceLocation, *, comment: str | None = None,
 
 
 def _check_column_clauses(schema: str, location: SourceLocation) -> None:
-    """A DDL ``schema``'s generation and identity clauses read (``framework/columns.py``), and ``DEFAULT`` or
+    """A DDL ``schema``'s generation, identity and default clauses read (``framework/columns.py``), and
     ``MASK`` refused, at declaration (Spark checks the rest when the update resolves the dataset)."""
     try:
         split_column_list(schema)

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework import state_files
-from framework.columns import computed_columns, same_columns, stored_schema, without_column_clauses
+from framework.columns import (
+    computed_columns,
+    same_columns,
+    stored_schema,
+    with_defaults,
+    without_column_clauses,
+)
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
 from framework.delta_log import has_commit, latest_metadata
 from framework.driver_delta import NeedsSpark, set_properties
@@ -226,6 +232,8 @@ class FlowExecutor:
         if declared is None:
             return without_column_clauses(df)
         from pyspark.sql import functions as F
+
+        df = with_defaults(df, declared)  # the columns it leaves out that declare DEFAULT expr
 
         assert self.dataset is not None
         by_name = {f.name.lower(): f for f in df.schema.fields}

@@ -109,7 +109,7 @@ def _dataset(statement: Statement, parsed: env.CreateDataset, library: _Library)
     location = _location(statement)
     schema = ", ".join(parsed.columns) or None
     if schema is not None:
-        try:  # GENERATED ... AS (expr) / AS IDENTITY become Delta column metadata; DEFAULT and MASK are refused
+        try:  # GENERATED ... AS (expr) / AS IDENTITY / DEFAULT become column metadata; MASK is refused
             split_column_list(schema)
         except ColumnClauseError as exc:
             raise _error(statement, str(exc), parsed.offset, "SQL_UNSUPPORTED_CLAUSE", name) from None

@@ -71,8 +71,8 @@ CASES: list[tuple[str, Callable[[], Any], dict[str, object]]] = [
     ("DECLARATION_LIST_EXPECTED", lambda: dlt.apply_changes(**{**CDC, "except_column_list": "op"}),
      {"argument": "except_column_list", "value": "op"}),
     ("DECLARATION_SCHEMA_TYPE", lambda: dp.materialized_view(schema=["id INT"]), {"schema_type": "list"}),
-    ("DECLARATION_SCHEMA_COLUMN", lambda: dp.materialized_view(schema="id INT, n INT DEFAULT 0"),
-     {"detail": ANY_LINE, "column": "n", "clause": "DEFAULT"}),  # detail: the message of framework.columns
+    ("DECLARATION_SCHEMA_COLUMN", lambda: dp.materialized_view(schema="id INT, n STRING MASK f"),
+     {"detail": ANY_LINE, "column": "n", "clause": "MASK"}),  # detail: the message of framework.columns
     ("DECLARATION_FORMAT_UNSUPPORTED", lambda: dp.create_streaming_table("st", format="iceberg"),
      {"format": "iceberg"}),
     ("DECLARATION_LAYOUT_CONFLICT", lambda: dp.table(partition_cols="d", cluster_by=["c"]),

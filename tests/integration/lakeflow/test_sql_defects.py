@@ -1,6 +1,7 @@
 """Issue 36's defects found in real SQL pipelines, in one pipeline run (two updates): the alias after
 ``STREAM(t) f`` / ``STREAM t AS f`` in joins, subqueries and CTEs; ``_metadata`` of ``STREAM read_files``;
-column-level informational constraints; a materialized view's declared column list kept through refreshes."""
+column-level informational constraints; a materialized view's declared column list kept through refreshes;
+a column's ``DEFAULT expr`` filled in where the query leaves the column out."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ SELECT *, _metadata.file_name AS source_file FROM STREAM read_files('{landing}',
 CREATE OR REFRESH MATERIALIZED VIEW customers (
   customer_id BIGINT NOT NULL PRIMARY KEY COMMENT 'the key',
   region BIGINT CONSTRAINT fk_region FOREIGN KEY REFERENCES ref.regions (id) NOT ENFORCED,
-  name STRING COMMENT 'display name'
+  name STRING COMMENT 'display name',
+  tier STRING NOT NULL DEFAULT upper('gold') COMMENT 'a DEFAULT the query leaves to the table'
 ) AS SELECT CAST(customer_id AS BIGINT) AS customer_id, CAST(region AS BIGINT) AS region, name
 FROM VALUES (1, 10, 'ann'), (2, 20, 'bob') AS c(customer_id, region, name);
 
@@ -72,4 +74,6 @@ def test_stream_aliases_metadata_and_column_constraints(spark: SparkSession, tmp
     schema = spark.read.format("delta").load(str(spec.tables_dir / "customers")).schema
     assert [(f.name, f.dataType.simpleString(), f.nullable, f.metadata.get("comment")) for f in schema.fields] == [
         ("customer_id", "bigint", False, "the key"), ("region", "bigint", True, None),
-        ("name", "string", True, "display name")]
+        ("name", "string", True, "display name"),
+        ("tier", "string", False, "a DEFAULT the query leaves to the table")]
+    assert {r.tier for r in spark.read.format("delta").load(str(spec.tables_dir / "customers")).collect()} == {"GOLD"}

@@ -35,7 +35,8 @@ CREATE OR REFRESH STREAMING TABLE big_sales;
 CREATE FLOW big_only AS INSERT INTO big_sales BY NAME REPLACE WHERE amount >= 10
 SELECT id, region, amount FROM sales;
 
-CREATE TABLE audited (CONSTRAINT positive EXPECT (amount > 0) ON VIOLATION DROP ROW)
+CREATE TABLE audited (id BIGINT, amount BIGINT, origin STRING DEFAULT concat('land', 'ing'),
+  CONSTRAINT positive EXPECT (amount > 0) ON VIOLATION DROP ROW)
 FLOW INSERT BY NAME SELECT id, amount FROM STREAM read_files('{landing}', format => 'json');
 
 CREATE TABLE seeded FLOW INSERT ONCE BY NAME SELECT 1 AS id;
@@ -63,7 +64,7 @@ def test_replace_where_and_table_flows(spark: SparkSession, tmp_path: Path) -> N
     assert first.succeeded, first.error or [f.error for f in first.flows]
     assert _rows(spark, spec, "eu_sales") == sorted([(1, "eu", 5), (2, "eu", 20), (100, "us", 7)], key=repr)
     assert _rows(spark, spec, "big_sales") == sorted([(2, "eu", 20)], key=repr)
-    assert _rows(spark, spec, "audited") == sorted([(1, 5), (2, 20)], key=repr)
+    assert _rows(spark, spec, "audited") == sorted([(1, 5, "landing"), (2, 20, "landing")], key=repr)
     assert first.flow("audited").dropped_records == 1
     assert _rows(spark, spec, "seeded") == sorted([(1,)], key=repr)
 
@@ -75,7 +76,8 @@ def test_replace_where_and_table_flows(spark: SparkSession, tmp_path: Path) -> N
     assert second.succeeded, second.error or [f.error for f in second.flows]
     assert _rows(spark, spec, "eu_sales") == sorted([(1, "eu", 50), (4, "eu", 9), (100, "us", 7)], key=repr)
     assert _rows(spark, spec, "big_sales") == sorted([(1, "eu", 50)], key=repr)
-    assert _rows(spark, spec, "audited") == sorted([(1, 5), (1, 50), (2, 20), (4, 9)], key=repr)  # appends
+    assert _rows(spark, spec, "audited") == sorted([(1, 5, "landing"), (1, 50, "landing"), (2, 20, "landing"),
+                                                    (4, 9, "landing")], key=repr)  # appends
     assert _rows(spark, spec, "seeded") == sorted([(1,)], key=repr)  # once
     history = spark.sql(f"DESCRIBE HISTORY delta.`{spec.tables_dir / 'eu_sales'}`").orderBy("version").collect()
     last = history[-1]  # the second update's replace: one commit that deletes and inserts
