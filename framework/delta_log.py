@@ -22,6 +22,7 @@ from typing import Any
 from framework import state_files
 from framework.storage_url import is_local
 
+DRIVER_ENGINE_INFO = "medallion-framework driver commit"  # commitInfo.engineInfo of framework.driver_delta's commits
 MAX_COMMITS = 100  # above this, replaying the JSON commits on the driver is no longer clearly cheaper
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?(\.[0-9a-f-]+)?\.parquet$")
@@ -141,6 +142,24 @@ def latest_version(table_path: str | Path) -> int | None:
         return None
     newest = max([*versions, checkpoint])
     return newest if newest >= 0 else None
+
+
+def committers_since(table_path: str | Path, after: int | None) -> dict[str, int]:
+    """How many commits after version ``after`` (None: every commit) each engine made: ``driver`` for the
+    framework's driver writer (``framework.driver_delta``), ``spark`` for Delta's own (Spark's) writer, read from
+    each commit's ``commitInfo.engineInfo``. Empty when the log cannot be read (an object store's)."""
+    counts: dict[str, int] = {}
+    try:
+        log, versions, _checkpoint = _listing(table_path)
+        for version in versions:
+            if after is not None and version <= after:
+                continue
+            info: dict[str, Any] = next((a["commitInfo"] for a in _actions(log, version) if "commitInfo" in a), {})
+            engine = "driver" if info.get("engineInfo") == DRIVER_ENGINE_INFO else "spark"
+            counts[engine] = counts.get(engine, 0) + 1
+    except _Unreadable:
+        return {}
+    return counts
 
 
 def checkpoint_version(table_path: str | Path) -> tuple[list[int], int]:

@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.delta_checksum import write_checksum
-from framework.delta_log import LogState, checkpoint_version, protocol_and_metadata, replay
+from framework.delta_log import (
+    DRIVER_ENGINE_INFO,
+    LogState,
+    checkpoint_version,
+    protocol_and_metadata,
+    replay,
+)
 from framework.small_tables import nullable
 from framework.storage_url import is_local
 
@@ -46,7 +52,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-ENGINE_INFO = "medallion-framework driver commit"
+ENGINE_INFO = DRIVER_ENGINE_INFO
 STREAMING_UPDATE = "STREAMING UPDATE"  # the operation of a streaming sink's commit, in the table's history
 CHECKPOINT_EVERY = 100  # driver commits between two checkpoints (Delta checkpoints every 10 of its own commits)
 _WHOLE_FILE_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "deletionVectors"})

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.declarations import DatasetKind
-from framework.delta_log import has_commit
+from framework.delta_log import committers_since, has_commit, latest_version
 from framework.errors import FlowError
 from framework.failures import classify
 from framework.registry import normalize_name
@@ -139,9 +139,11 @@ class Execution:
                 discard_failed_first_write(path, existed=declared)
             existed = path is not None and Path(path).exists()
             part = FlowResult(result.flow, result.target, result.kind)
+            before = latest_version(path) if path is not None else None
             try:
                 timed_run(executor, part)
             except Exception as exc:  # classified once, here
+                _count_commits(part, path, before)
                 error = classify_failure(executor, exc)
                 if path is not None:
                     discard_failed_first_write(path, existed)
@@ -151,6 +153,7 @@ class Execution:
                     self.listener.flow_retrying(event, retry_reason(error), error)
                     continue
                 return _Outcome(key, error, [])
+            _count_commits(part, path, before)
             result.add(part)
             result.status = part.status
             _clean_sources(executor)
@@ -238,6 +241,14 @@ def classify_failure(executor: FlowExecutor, exc: BaseException) -> BaseExceptio
     if isinstance(error, FlowError):
         return translate_stream_error(exc) or error
     return error
+
+
+def _count_commits(part: FlowResult, path: str | None, before: int | None) -> None:
+    """Which engine made each commit to the flow's target while the flow ran (the event log's flow progress
+    reports it): the framework's driver writer or Spark's Delta. Two flows writing one target at once both see
+    the other's commits too."""
+    if path is not None:
+        part.commits = committers_since(path, before)
 
 
 def _clean_sources(executor: FlowExecutor) -> None:

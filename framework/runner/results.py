@@ -31,6 +31,7 @@ class FlowResult:
     error: BaseException | None = None
     attempts: int = 1
     sources: list[dict[str, Any]] = field(default_factory=list)  # per source: start and end offsets
+    commits: dict[str, int] = field(default_factory=dict)  # commits to the target per engine: driver, spark
     planning: dict[str, Any] | None = None  # a materialized view's planning_information (framework/incremental)
 
     def metrics(self) -> dict[str, Any]:
@@ -61,6 +62,8 @@ class FlowResult:
         self.seconds += other.seconds
         self.expectations = add_expectations(self.expectations, other.expectations)
         self.sources = add_sources(self.sources, other.sources)
+        for engine, count in other.commits.items():
+            self.commits[engine] = self.commits.get(engine, 0) + count
 
     @property
     def rows_out(self) -> int | None:

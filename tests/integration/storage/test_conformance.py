@@ -202,3 +202,15 @@ def test_change_data_feed_reads_every_change(spark: SparkSession, written: dict[
     table = spark.read.format("delta").load(str(path))
     assert inserted.count() == table.count() == 3070
     assert inserted.exceptAll(table).count() == 0
+
+
+def test_flow_progress_says_which_engine_committed(spark: SparkSession, written: dict[str, Path]) -> None:
+    import json
+
+    events = spark.read.format("delta").load(str(written["event_log"]))
+    rows = (events.filter("event_type = 'flow_progress' AND origin.flow_name = 'events'")
+            .orderBy("timestamp", "sequence.control_plane_seq_no").select("details").collect())
+    completed = [progress for progress in (json.loads(r.details)["flow_progress"] for r in rows)
+                 if progress["status"] == "COMPLETED"]
+    # update 1 and 3: small batches, committed by the driver; update 2: forced through Spark
+    assert [c.get("commits") for c in completed] == [{"driver": 1}, {"spark": 1}, {"driver": 1}]
