@@ -122,7 +122,17 @@ class SetStatement:
     offset: int
 
 
-Statement = CreateDataset | CreateFlow | ApplyChanges | SetStatement
+@dataclass(frozen=True)
+class UseStatement:
+    """``USE CATALOG name`` / ``USE SCHEMA name`` (``USE DATABASE``, ``USE name``): the default catalog or schema
+    of the statements after it."""
+
+    kind: str  # catalog | schema
+    name: str
+    offset: int
+
+
+Statement = CreateDataset | CreateFlow | ApplyChanges | SetStatement | UseStatement
 
 _QUERY_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}  # how a query starts (after REPLACE WHERE ...)
 _CHANGES_WORDS = {"KEYS", "IGNORE", "APPLY", "SEQUENCE", "COLUMNS", "STORED", "TRACK", "WHERE"}
@@ -266,13 +276,22 @@ class _Parser:
             raise EnvelopeError("empty statement", 0)
         if first.is_word("SET"):
             return self._set()
+        if first.is_word("USE"):
+            self.take()
+            kind = "catalog" if self.accept("CATALOG") else "schema"
+            if kind == "schema":
+                self.accept("SCHEMA", "DATABASE", "NAMESPACE")
+            name = self.name()
+            if (extra := self.peek()) is not None:
+                raise EnvelopeError(f"unexpected '{extra.value}' after USE {kind.upper()} {name}", extra.start)
+            return UseStatement(kind, name, first.start)
         if first.is_word("APPLY", "AUTO"):
             changes = self._changes()
             return ApplyChanges(changes, first.start)
         if first.is_word("CREATE"):
             return self._create()
         raise EnvelopeError(f"'{first.value}' statements are not pipeline statements; a pipeline's SQL holds "
-                            "CREATE ... TABLE / MATERIALIZED VIEW / VIEW / FLOW, APPLY CHANGES INTO and SET",
+                            "CREATE ... TABLE / MATERIALIZED VIEW / VIEW / FLOW, APPLY CHANGES INTO, SET and USE",
                             first.start, code="SQL_UNSUPPORTED_STATEMENT")
 
     def _set(self) -> SetStatement:

@@ -35,6 +35,9 @@ class _Library:
     """One SQL library being registered: its SET values apply to the statements that follow."""
 
     settings: dict[str, str] = field(default_factory=dict)
+    # USE CATALOG / USE SCHEMA: recorded; locally every dataset is published to the spec's catalog and schema
+    # (the default publishing mode's per-statement schemas are not implemented, README)
+    use: dict[str, str] = field(default_factory=dict)
 
 
 def register_statements(statements: Sequence[Statement]) -> None:
@@ -53,6 +56,9 @@ def _register(statement: Statement, library: _Library) -> None:
     if isinstance(parsed, env.SetStatement):
         if parsed.value is not None:
             library.settings[parsed.key] = parsed.value
+        return
+    if isinstance(parsed, env.UseStatement):
+        library.use[parsed.kind] = parsed.name
         return
     try:
         if isinstance(parsed, env.CreateDataset):
