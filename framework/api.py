@@ -412,6 +412,27 @@ def append_flow(name: str | None = None, target: str | None = None, comment: str
     return decorate
 
 
+def update_flow(name: str | None = None, target: str | None = None, comment: str | None = None,
+                spark_conf: dict[str, str] | None = None, *, depends_on: Any = None) -> Callable[[QueryFunction], None]:
+    """A flow that writes its streaming query to a sink in update output mode (only the rows that changed in
+    each micro-batch), so stateful aggregations need no watermark."""
+    location = caller_location()
+    if callable(name) or target is None:
+        raise _fail("DECLARATION_TARGET_REQUIRED", location, decorator="update_flow")
+    _check_name("update_flow target", target, location)
+
+    def decorate(fn: QueryFunction) -> None:
+        if not callable(fn):
+            raise _decorator_misuse("update_flow", fn, location)
+        flow_name = _check_name("flow", name if name is not None else fn.__name__, location)
+        active_registry().add_flow(Flow(
+            name=flow_name, target=target, kind=FlowKind.APPEND, location=function_location(fn),
+            query_function=fn, comment=comment, spark_conf=_dict(spark_conf), output_mode="update",
+            expectations=getattr(fn, _EXPECTATIONS_ATTR, ())))
+
+    return decorate
+
+
 # ------------------------------------------------------------------------------------------------ APPLY CHANGES
 _EXCLUSIVE_LISTS = (("column_list", "except_column_list"),
                     ("track_history_column_list", "track_history_except_column_list"),
@@ -605,6 +626,36 @@ def _register_foreach(fn: Callable[[Any, int], Any], name: str | None, location:
                                     handler=fn))
     setattr(fn, _SINK_ATTR, sink_name)
     return fn
+
+
+def foreach_sink(name: Any = None, func: Callable[[Any], Any] | None = None, writer: Any = None) -> Any:
+    """A ForEach sink: ``func(row)`` or ``writer.process(row)`` (with ``open(partition_id, epoch_id)`` and
+    ``close(error)`` where the writer has them) for every row of each micro-batch (Spark's ``foreach``).
+    ``@foreach_sink(name=...)`` decorates a row function; ``foreach_sink(name=..., writer=obj)`` or
+    ``foreach_sink(name=..., func=fn)`` registers directly."""
+    location = caller_location()
+    if callable(name) and func is None and writer is None:  # bare @foreach_sink
+        return _register_row_sink(name, None, location)
+    if func is not None and writer is not None:
+        raise _fail("DECLARATION_ARGUMENTS_EXCLUSIVE", location, first="func", second="writer")
+    if writer is not None:
+        if not callable(getattr(writer, "process", None)):
+            raise _decorator_misuse("foreach_sink", writer, location)
+        return _register_row_sink(writer, name or type(writer).__name__.lower(), location)
+    if func is not None:
+        return _register_row_sink(func, name, location)
+    return lambda fn: _register_row_sink(fn, name, location)
+
+
+def _register_row_sink(handler: Any, name: str | None, location: SourceLocation) -> Any:
+    if not (callable(handler) or callable(getattr(handler, "process", None))):
+        raise _decorator_misuse("foreach_sink", handler, location)
+    sink_name = _check_name("sink", name or handler.__name__, location)
+    if getattr(handler, _EXPECTATIONS_ATTR, ()):
+        raise _fail("DECLARATION_EXPECTATIONS_ON_SINK", location, sink=sink_name)
+    where = function_location(handler) if callable(handler) and hasattr(handler, "__code__") else location
+    active_registry().add_sink(Sink(name=sink_name, format="foreach", location=where, row_writer=handler))
+    return handler
 
 
 def on_event_hook(user_event_hook_fn: Callable[..., Any] | None = None,

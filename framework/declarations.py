@@ -148,6 +148,7 @@ class Flow:
     snapshot_cdc: ApplyChangesFromSnapshot | None = None
     expectations: tuple[Expectation, ...] = ()  # expectation decorators stacked on an @append_flow function
     replace_where: str | None = None  # REPLACE WHERE flow: rows matching it are replaced by the query's, each update
+    output_mode: str = "append"  # "update" for @dp.update_flow (into a sink only)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class Sink:
     options: Mapping[str, str] = field(default_factory=dict)
     location: SourceLocation = UNKNOWN_LOCATION
     handler: Callable[[Any, int], Any] | None = None  # foreach_batch_sink(df, batch_id)
+    row_writer: Any = None  # foreach_sink: a function of one row, or an object with process (open, close)
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,12 @@ def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Map
                                         f"'{flow.target}': expectations are not allowed on sinks",
                                         loc.file, loc.line))
             continue
+        if flow.output_mode == "update":
+            problems.append(Problem("UPDATE_FLOW_TARGET_NOT_SINK", f"update flow '{flow.name}' targets "
+                                    f"'{flow.target}', which is not a sink: update flows write to sinks only "
+                                    "(dp.create_sink, @dp.foreach_sink); use @dp.append_flow for a table",
+                                    loc.file, loc.line))
+            continue
         dataset = registry.datasets.get(target)
         if dataset is None:
             close = difflib.get_close_matches(flow.target, names, n=1)

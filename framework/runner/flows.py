@@ -411,8 +411,10 @@ class FlowExecutor:
         out, observation = apply_expectations(df, (), dataset=self.sink.name, flow=self.flow.name,
                                               observation_name=name)
         writer = (out.writeStream.option("checkpointLocation", checkpoint).trigger(**self.trigger)
-                  .queryName(self.flow.name))
-        if self.sink.format == "foreach_batch":
+                  .queryName(self.flow.name).outputMode(self.flow.output_mode))
+        if self.sink.format == "foreach":  # @dp.foreach_sink: a row function or a writer object
+            query = start_query(out, writer.foreach(self.sink.row_writer).start)
+        elif self.sink.format == "foreach_batch":
             handler = self.sink.handler
             assert handler is not None
             query = start_query(out, writer.foreachBatch(self.handler_errors.wrap(_counted_once(handler))).start)
