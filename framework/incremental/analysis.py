@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,9 @@ _NON_DETERMINISTIC = frozenset({
     "InputFileBlockStart", "InputFileBlockLength", "CurrentTimestamp", "CurrentDate", "Now", "LocalTimestamp",
     "CurrentBatchTimestamp", "RandStr", "Uniform", "RandomPoisson", "CurrentTimeZone", "CurrentTime"})
 _MERGEABLE = {"Count": "count", "Sum": "sum", "Min": "min", "Max": "max"}
-_UNSTABLE_FIELDS = frozenset({"exprId", "jvmId", "resultId", "qualifier", "nullable", "metadata", "seed"})
+_NUMBERED_VIEW = re.compile(r"__live_sql_\d+")  # framework/sql/query.py names each query's temp views anew
+_UNSTABLE_FIELDS = frozenset({"exprId", "jvmId", "resultId", "qualifier", "nullable", "metadata", "seed", "createTime",
+                              "lastAccessTime"})  # a temp view of a SQL query: created anew per query
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,7 @@ def fingerprint(plan: list[dict[str, Any]]) -> str:
             return {k: strip(v) for k, v in sorted(value.items()) if k not in _UNSTABLE_FIELDS}
         if isinstance(value, list):
             return [strip(v) for v in value]
-        return value
+        return _NUMBERED_VIEW.sub("__live_sql", value) if isinstance(value, str) else value
 
     return hashlib.sha256(json.dumps(strip(plan), sort_keys=True).encode()).hexdigest()[:16]
 

@@ -26,6 +26,13 @@ def per_k():
                                                     F.min("v").alias("lo"), F.max("v").alias("hi"))
 """
 
+SQL_VIEWS = """
+CREATE MATERIALIZED VIEW per_k_sql REFRESH POLICY INCREMENTAL AS
+SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM src GROUP BY k;
+
+CREATE MATERIALIZED VIEW full_copy REFRESH POLICY FULL AS SELECT id, k FROM src WHERE v > 2;
+"""
+
 BIG = "SELECT id, k, v * 10 AS v10 FROM delta.`{src}` WHERE v > 2"
 PER_K = "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM delta.`{src}` GROUP BY k"
 
@@ -34,10 +41,12 @@ def _check(spark, kit: Kit) -> None:
     src = kit.table("src")
     assert rows(spark, kit.table("big")) == rows(spark, spark.sql(BIG.format(src=src)))
     assert rows(spark, kit.table("per_k")) == rows(spark, spark.sql(PER_K.format(src=src)))
+    assert rows(spark, kit.table("per_k_sql")) == rows(spark, kit.table("per_k"))  # SQL and Python: the same view
+    assert rows(spark, kit.table("full_copy")) == rows(spark, spark.sql(f"SELECT id, k FROM delta.`{src}` WHERE v > 2"))
 
 
 def test_appends_then_delete_then_nothing(spark, tmp_path: Path) -> None:
-    kit = Kit(tmp_path, VIEWS)
+    kit = Kit(tmp_path, VIEWS, {"views.py": VIEWS, "views.sql": SQL_VIEWS})
     kit.land([{"id": 1, "k": "a", "v": 3}, {"id": 2, "k": "b", "v": 1}, {"id": 3, "k": None, "v": None}])
     assert kit.run().succeeded
     _check(spark, kit)
@@ -47,6 +56,11 @@ def test_appends_then_delete_then_nothing(spark, tmp_path: Path) -> None:
     _check(spark, kit)
     assert chosen(kit.planning(spark, "big")[-1]) == "APPEND_ONLY"
     assert chosen(kit.planning(spark, "per_k")[-1]) == "GROUP_AGGREGATE"
+    assert chosen(kit.planning(spark, "per_k_sql")[-1]) == "GROUP_AGGREGATE"
+    full = kit.planning(spark, "full_copy")
+    assert [chosen(p) for p in full] == ["COMPLETE_RECOMPUTE"] * 2
+    assert full[-1]["source_table_information"] == [] and full[-1]["reason"] == "REFRESH POLICY FULL"
+    assert not (kit.spec.checkpoints_dir / "full_copy").exists()  # FULL keeps no refresh record, reads no change
     assert kit.run().succeeded  # nothing new
     _check(spark, kit)
     assert chosen(kit.planning(spark, "per_k")[-1]) == "NO_OP"
@@ -61,3 +75,26 @@ def test_appends_then_delete_then_nothing(spark, tmp_path: Path) -> None:
     assert kit.run().succeeded
     _check(spark, kit)
     assert chosen(kit.planning(spark, "per_k")[-1]) == "GROUP_AGGREGATE"
+
+
+STRICT = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+@dp.materialized_view(refresh_policy="incremental_strict")
+def averages():
+    return spark.read.table("src").groupBy("k").agg(F.avg("v").alias("a"))
+"""
+
+
+def test_strict_fails_with_the_reason(spark, tmp_path: Path) -> None:
+    kit = Kit(tmp_path, STRICT)
+    kit.land([{"id": 1, "k": "a", "v": 3}])
+    result = kit.run()
+    failed = next(f for f in result.flows if f.target == "averages")
+    assert failed.status == "FAILED"
+    error = failed.error
+    while error is not None and getattr(error, "code", None) != "MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE":
+        error = error.__cause__
+    assert error is not None, failed.error
+    assert error.dataset == "averages" and ("AGGREGATE_NOT_SUPPORTED" in {kind for kind, _ in error.issues})

@@ -1,0 +1,96 @@
+"""The plan analysis on real analyzed plans (issue 37): which technique each query shape allows, Databricks'
+reasons for the others, and the one private entry point it uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, analyze
+from framework.incremental.plan_json import ENTRY_POINT, analyzed_plan
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def src(spark, tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("analysis") / "src")
+    spark.sql("SELECT id, CAST(id % 3 AS STRING) AS k, id * 2 AS v FROM range(10)").write.format("delta").save(path)
+    return path
+
+
+def _issues(spark, sql: str, technique: str) -> set[str]:
+    return {i.issue_type for i in analyze(analyzed_plan(spark.sql(sql))).issues[technique]}
+
+
+def test_entry_point_smoke(spark) -> None:
+    """Fails naming the private entry point when a Spark upgrade changes it."""
+    try:
+        plan = analyzed_plan(spark.range(3).where("id > 1"))
+    except Exception as exc:  # pragma: no cover - only on an incompatible Spark
+        pytest.fail(f"{ENTRY_POINT} no longer works: {exc!r}")
+    assert [n["class"].rsplit(".", 1)[-1] for n in plan] == ["Filter", "Range"]
+
+
+@pytest.mark.parametrize(("query", "technique"), [
+    ("SELECT id, v + 1 AS w FROM delta.`{src}` WHERE k = '1'", APPEND_ONLY),
+    ("SELECT * FROM delta.`{src}` UNION ALL SELECT * FROM delta.`{src}`", APPEND_ONLY),
+    ("SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(id) AS hi FROM delta.`{src}` WHERE v > 2 GROUP BY k",
+     GROUP_AGGREGATE),
+    ("SELECT count(*) AS n FROM delta.`{src}`", GROUP_AGGREGATE),
+    ("SELECT n AS total, k AS key FROM (SELECT k, count(v) AS n FROM delta.`{src}` GROUP BY k)", GROUP_AGGREGATE),
+])
+def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
+    analysis = analyze(analyzed_plan(spark.sql(query.format(src=src))))
+    assert analysis.applicable(technique), analysis.issues[technique]
+    assert analysis.relations >= 1
+
+
+@pytest.mark.parametrize(("query", "technique", "issue"), [
+    ("SELECT id, rand() AS r FROM delta.`{src}`", APPEND_ONLY, "NON_DETERMINISTIC"),
+    ("SELECT id, current_timestamp() AS t FROM delta.`{src}`", APPEND_ONLY, "NON_DETERMINISTIC"),
+    ("SELECT * FROM (SELECT k, count(*) AS n FROM delta.`{src}` GROUP BY k) WHERE n > 1", GROUP_AGGREGATE,
+     "NO_GROUP_AGGREGATE"),
+    ("SELECT * FROM (SELECT k, count(*) AS n FROM delta.`{src}` GROUP BY k) WHERE n > 1", APPEND_ONLY,
+     "AGGREGATE_NOT_TOP_NODE"),
+    ("SELECT k, avg(v) AS a FROM delta.`{src}` GROUP BY k", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),
+    ("SELECT k, count(DISTINCT v) AS d FROM delta.`{src}` GROUP BY k", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),
+    ("SELECT k, sum(v) * 2 AS s FROM delta.`{src}` GROUP BY k", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),
+    ("SELECT id, row_number() OVER (ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
+     "WINDOW_WITHOUT_PARTITION_BY"),
+    ("SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
+     "OPERATOR_NOT_SUPPORTED"),
+    ("SELECT a.id FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id", APPEND_ONLY, "OPERATOR_NOT_SUPPORTED"),
+    ("SELECT id FROM delta.`{src}` ORDER BY id LIMIT 3", APPEND_ONLY, "OPERATOR_NOT_SUPPORTED"),
+    ("SELECT id FROM range(5)", APPEND_ONLY, "INPUT_NOT_DELTA"),
+])
+def test_not_incrementalizable(spark, src: str, query: str, technique: str, issue: str) -> None:
+    assert issue in _issues(spark, query.format(src=src), technique)
+
+
+def test_udf(spark, src: str) -> None:
+    from pyspark.sql import functions as F
+
+    twice = F.udf(lambda v: v * 2, "bigint")
+    df = spark.read.format("delta").load(src).select(twice("v").alias("w"))
+    assert "UDF" in {i.issue_type for i in analyze(analyzed_plan(df)).issues[APPEND_ONLY]}
+
+
+def test_sql_and_python_same_plan(spark, src: str) -> None:
+    """The same view in SQL and in Python: the same technique, columns and fingerprint."""
+    from pyspark.sql import functions as F
+
+    sql = analyze(analyzed_plan(spark.sql(
+        f"SELECT k, count(*) AS n, sum(v) AS s FROM delta.`{src}` WHERE v > 2 GROUP BY k")))
+    python = analyze(analyzed_plan(spark.read.format("delta").load(src).where("v > 2").groupBy("k")
+                                   .agg(F.count("*").alias("n"), F.sum("v").alias("s"))))
+    assert sql.columns == python.columns
+    assert sql.applicable(GROUP_AGGREGATE) and python.applicable(GROUP_AGGREGATE)
+
+
+def test_fingerprint_changes_with_the_query(spark, src: str, tmp_path: Path) -> None:
+    one = analyze(analyzed_plan(spark.sql(f"SELECT id FROM delta.`{src}` WHERE v > 2")))
+    again = analyze(analyzed_plan(spark.sql(f"SELECT id FROM delta.`{src}` WHERE v > 2")))
+    other = analyze(analyzed_plan(spark.sql(f"SELECT id FROM delta.`{src}` WHERE v > 3")))
+    assert one.fingerprint == again.fingerprint != other.fingerprint
