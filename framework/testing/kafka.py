@@ -291,13 +291,30 @@ def _tail(path: Path, size: int = 1500) -> str:
     return path.read_text(errors="replace")[-size:] if path.exists() else ""
 
 
+def configured_ports(folder: Path) -> tuple[int, int] | None:
+    """The broker and controller ports of a broker folder written before (its ``server.properties``), or None.
+    A formatted KRaft log keeps its controller's address, so a restarted broker keeps both ports."""
+    try:
+        lines = (folder / "server.properties").read_text().splitlines()
+    except OSError:
+        return None
+    listeners = next((line.partition("=")[2] for line in lines if line.startswith("listeners=")), "")
+    ports = {name: int(address.rpartition(":")[2]) for name, _, address in
+             (item.partition("://") for item in listeners.split(",") if "://" in item)}
+    if "PLAINTEXT" not in ports or "CONTROLLER" not in ports:
+        return None
+    return ports["PLAINTEXT"], ports["CONTROLLER"]
+
+
 def start_broker(folder: Path | None = None, port: int | None = None) -> KafkaBroker:
     """Start a broker with its log folder in ``folder`` (a new temporary one by default) on ``port`` (a free
-    one by default), fetching the server's jars first if they are not cached."""
+    one by default; a folder used before keeps its ports), fetching the server's jars first if needed."""
     libs = fetch_server()
     folder = folder or Path(tempfile.mkdtemp(prefix="medallion-kafka-"))
     folder.mkdir(parents=True, exist_ok=True)
-    return KafkaBroker(folder, port or free_port(), free_port(), libs).start()
+    known = configured_ports(folder) if (folder / "data" / "meta.properties").exists() else None
+    broker_port, controller_port = known or (port or free_port(), free_port())
+    return KafkaBroker(folder, broker_port, controller_port, libs).start()
 
 
 @pytest.fixture(scope="session")
