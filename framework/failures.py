@@ -12,6 +12,8 @@ once and returns a typed error with parameters:
   (``autoloader/records.py``);
 - a :class:`~framework.errors.PipelineError` raised by framework code on the way (also one raised inside a
   ``foreachBatch`` handler, which reaches here through :class:`HandlerErrors`), unchanged;
+- a :class:`~framework.errors.KafkaError` when Kafka's client failed inside the query (brokers that stopped
+  answering, credentials refused: ``framework.kafka.check.kafka_failure``, by the JVM exception's class);
 - otherwise a :class:`~framework.errors.FlowError` with the root cause (Python exception class and message, or
   Spark's error class and message), the whole chain for the event log, and the file and line of the query
   function when known.
@@ -61,6 +63,11 @@ def classify(exc: BaseException, *, flow: str, dataset: str, file: str | None = 
     own = next((link.python for link in chain if isinstance(link.python, PipelineError)), None)
     if own is not None:
         return own
+    from framework.kafka.check import kafka_failure  # Kafka's own exceptions, by class (framework/kafka)
+
+    kafka = kafka_failure(link.java for link in chain if link.java is not None)
+    if kafka is not None:
+        return kafka
     where = next((w for link in reversed(chain) if link.python is not None
                   for w in (user_frame(link.python),) if w is not None), None)
     worker = _worker_error(chain)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from framework.errors import KafkaError
@@ -29,6 +30,10 @@ _AUTH_EXCEPTION = "org.apache.kafka.common.errors.AuthenticationException"
 _AUTHZ_EXCEPTION = "org.apache.kafka.common.errors.AuthorizationException"
 _TIMEOUT_EXCEPTIONS = ("org.apache.kafka.common.errors.TimeoutException", "java.util.concurrent.TimeoutException")
 _JAAS_PASSWORD = re.compile(r"""password\s*=\s*"([^"]*)\"""")
+# The servers of the Kafka reads and sinks checked last in this thread: a flow's query function and its
+# streaming query's failure are handled in the flow's own thread, so a Kafka failure of the running query
+# (brokers gone after the check) names the servers its flow was checked against
+_CHECKED = threading.local()
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
@@ -91,6 +96,7 @@ def check_topics(spark: Any, options: Mapping[str, str], topics: list[str], *, w
     if not servers:
         raise KafkaError(f"a Kafka {what} needs the option kafka.bootstrap.servers (host:port[,host:port...])",
                          code="KAFKA_OPTIONS_INVALID")
+    _CHECKED.servers = servers
     existing = list_topics(spark, config)
     missing = [t for t in topics if t not in existing]
     if missing:
@@ -138,6 +144,22 @@ def _classified(throwable: Any, servers: str, timeout: int) -> KafkaError:
                           code="KAFKA_BROKER_UNREACHABLE", servers=servers)
     return KafkaError(f"Kafka at {servers} could not list its topics: {_root_class(throwable)}",
                       code="KAFKA_BROKER_UNREACHABLE", servers=servers)
+
+
+def kafka_failure(throwables: Iterable[Any]) -> KafkaError | None:
+    """The typed error for a running Kafka query's failure, from its JVM cause chain (outermost first): brokers
+    that stopped answering (Kafka's ``TimeoutException``) or refused credentials; None for anything else."""
+    for throwable in throwables:
+        servers = getattr(_CHECKED, "servers", "")
+        if _is_a(throwable, _AUTH_EXCEPTION) or _is_a(throwable, _AUTHZ_EXCEPTION):
+            return KafkaError(f"the Kafka brokers at {servers or '(kafka.bootstrap.servers)'} refused the "
+                              "client's credentials while the flow ran", code="KAFKA_AUTHENTICATION_FAILED",
+                              servers=servers)
+        if _is_a(throwable, _TIMEOUT_EXCEPTIONS[0]):
+            return KafkaError(f"Kafka at {servers or '(kafka.bootstrap.servers)'} stopped answering while the "
+                              f"flow ran ({_root_class(throwable)}); the micro-batch was not committed and the "
+                              "next update reads it again", code="KAFKA_BROKER_UNREACHABLE", servers=servers)
+    return None
 
 
 def _chain(throwable: Any) -> list[Any]:

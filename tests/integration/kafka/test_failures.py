@@ -29,7 +29,7 @@ def events():
     return (spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", spark.conf.get("servers"))
             .option("subscribe", spark.conf.get("topic"))
-            .option("kafka.default.api.timeout.ms", "3000")
+            .option("kafka.default.api.timeout.ms", "3000").option("kafka.request.timeout.ms", "3000")
             .option("kafka.sasl.jaas.config", spark.conf.get("jaas", ""))
             .load())
 """
@@ -72,3 +72,20 @@ def test_a_sink_topic_that_does_not_exist_says_so(spark: SparkSession, kafka_bro
     result = update(spec, spark)
     error = next(f.error for f in result.flows if f.error is not None)
     assert error.code == "KAFKA_TOPIC_NOT_FOUND" and "'no_such_out'" in str(error)
+
+
+def test_a_kafka_failure_of_a_running_query_is_classified(spark: SparkSession) -> None:
+    """What Spark raises when the brokers stop answering after the driver's check (here: a read that skips the
+    check, against nothing) becomes KAFKA_BROKER_UNREACHABLE naming the servers the flow was checked against."""
+    from framework.failures import classify
+    from framework.kafka.check import _CHECKED
+
+    servers = f"127.0.0.1:{free_port()}"
+    _CHECKED.servers = servers  # what check_topics notes for the flow's thread
+    reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", servers).option("subscribe", "t")
+              .option("kafka.default.api.timeout.ms", "1500").option("kafka.request.timeout.ms", "1500")
+              .option("fetchOffset.numRetries", "1"))
+    with pytest.raises(Exception) as raised:
+        reader.load().count()
+    error = classify(raised.value, flow="events", dataset="events")
+    assert error.code == "KAFKA_BROKER_UNREACHABLE" and servers in str(error), error
