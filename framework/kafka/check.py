@@ -9,9 +9,10 @@ SASL/SSL settings apply as they will for Spark) lists the topics within :data:`C
 becomes a :class:`~framework.errors.KafkaError` that names the servers. Failures are told apart by the JVM
 exception's class (and its superclasses), never by its text.
 
-Secrets: the values of ``kafka.sasl.jaas.config`` and of every ``*.password`` option (and the password inside a
-JAAS configuration) are registered with :mod:`framework.redaction`, so that they never show in the console,
-the event log or a report, however they were given.
+Secrets: the values of ``kafka.sasl.jaas.config`` and of every ``*.password`` option, any value written in JAAS
+syntax (``...LoginModule required ... ;``, e.g. in the spec's configuration), and the password inside a JAAS
+entry are registered with :mod:`framework.redaction`, so that they never show in the console, the event log or
+a report, however they were given (the update registers the spec's before its first event).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _PREFIX = "kafka."
 _AUTH_EXCEPTION = "org.apache.kafka.common.errors.AuthenticationException"
 _AUTHZ_EXCEPTION = "org.apache.kafka.common.errors.AuthorizationException"
 _TIMEOUT_EXCEPTIONS = ("org.apache.kafka.common.errors.TimeoutException", "java.util.concurrent.TimeoutException")
+_JAAS = re.compile(r"LoginModule\s+(required|requisite|sufficient|optional)\b")  # a JAAS entry's syntax
 _JAAS_PASSWORD = re.compile(r"""password\s*=\s*"([^"]*)\"""")
 # The servers of the Kafka reads and sinks checked last in this thread: a flow's query function and its
 # streaming query's failure are handled in the flow's own thread, so a Kafka failure of the running query
@@ -42,12 +44,13 @@ def client_config(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def register_kafka_secrets(options: Mapping[str, str]) -> None:
-    """Register the secret values among Kafka options (see the module docstring)."""
+    """Register the secret values among Kafka options (see the module docstring), or among a spec's
+    configuration and Spark settings: a value written in JAAS syntax is a secret whatever its key."""
     from framework.redaction import register_secret
 
     for key, value in options.items():
         name = key.lower()
-        if name.endswith("sasl.jaas.config"):
+        if name.endswith("sasl.jaas.config") or _JAAS.search(value or ""):
             register_secret(value)
             for password in _JAAS_PASSWORD.findall(value):
                 if password:

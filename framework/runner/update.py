@@ -21,6 +21,7 @@ from framework.dbutils import LocalDbutils
 from framework.declarations import DatasetKind
 from framework.errors import GraphError, PipelineError, UpdateError
 from framework.events import EventLog
+from framework.kafka.check import register_kafka_secrets
 from framework.loader import load_pipeline, pipeline_environment
 from framework.runner.catalog import CatalogPublisher, PublishedTable
 from framework.runner.environment import UpdateEnvironment
@@ -86,6 +87,7 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
     with update_lock(spec.storage, update_id):
         env = UpdateEnvironment.create(spec, spark or get_or_create_session(), update_id)
         check_object_store(env.spark, spec)  # before the event log's first commit and any flow
+        register_kafka_secrets({**spec.configuration, **spec.spark_conf})  # JAAS entries, *.password
         events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
         listener = Listeners(EventLogListener(events, update_id),
                              ConsoleListener(spec.name, update_id, options.out or sys.stderr))
