@@ -45,6 +45,7 @@ from framework.delta_log import (
     protocol_and_metadata,
     replay,
 )
+from framework.internals import delta_checkpoint
 from framework.small_tables import nullable
 from framework.storage_url import is_local
 
@@ -249,12 +250,7 @@ def checkpoint_if_due(spark: SparkSession, path: str | Path, every: int | None =
     versions, newest_checkpoint = checkpoint_version(path)
     if not versions or versions[-1] - max(newest_checkpoint, 0) < every:
         return False
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    none = jvm.scala.Option.empty()
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(path))
-    snapshot = delta_log.update(False, none, none)
-    delta_log.checkpointAndCleanUpDeltaLog(snapshot, none)
+    delta_checkpoint(spark, str(path))
     return True
 
 

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from framework.internals import java_session
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -18,7 +20,7 @@ def session_conf_in_effect(spark: SparkSession) -> dict[str, str]:
     """What :func:`session_conf` blocks currently set on ``spark``: child sessions a flow writes through (APPLY
     CHANGES' transactional writes) take the same settings (a child session starts from the parent's initial
     configuration, not from what was set on the parent since)."""
-    return dict(_blocks.get(id(spark._jsparkSession), {}))
+    return dict(_blocks.get(id(java_session(spark)), {}))
 
 
 @contextmanager
@@ -27,7 +29,7 @@ def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
     previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
     for key, value in conf.items():
         spark.conf.set(key, value)
-    key_ = id(spark._jsparkSession)
+    key_ = id(java_session(spark))
     outer = _blocks.get(key_)
     _blocks[key_] = {**(outer or {}), **conf}
     try:

@@ -15,6 +15,8 @@ import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
+from framework.internals import optimized_plan, schema_default_size
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
@@ -78,13 +80,13 @@ def pinned_parquet(spark: SparkSession, path: str, max_bytes: int, *, same_schem
 
 def input_bytes(df: DataFrame) -> int:
     """The estimated size of everything ``df`` reads: the sum of its optimized plan's leaves' statistics."""
-    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    leaves = optimized_plan(df).collectLeaves()
     return sum(int(str(leaves.apply(i).stats().sizeInBytes())) for i in range(leaves.size()))  # a BigInt
 
 
 def row_bytes(df: DataFrame) -> int:
     """Spark's estimate of the size of one row of ``df`` (its schema's default sizes)."""
-    return int(df._jdf.schema().defaultSize())
+    return schema_default_size(df)
 
 
 def nullable(schema: StructType) -> StructType:

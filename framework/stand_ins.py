@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -13,17 +15,15 @@ def empty_frame(spark: SparkSession, schema: Any) -> DataFrame:
     """An empty DataFrame of ``schema`` (a StructType or a schema string), built in the JVM as a local relation:
     ``spark.createDataFrame([], schema)`` goes through a Python RDD, 0.1-0.15 s in a fresh session, and fails on
     CHAR and VARCHAR columns, which read as STRING here as from a table declared with them."""
-    from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import StructType
 
-    struct = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    struct = internals.parse_datatype(schema) if isinstance(schema, str) else schema
     if not isinstance(struct, StructType):  # a single type: createDataFrame names its column itself
         return spark.createDataFrame([], schema)
     struct = _chars_as_strings(struct)
-    jspark, jvm = spark._jsparkSession, spark.sparkContext._jvm
-    if jvm is None:
+    if internals.active_jvm() is None:  # no running context: PySpark's own path says so
         return spark.createDataFrame([], schema)
-    return DataFrame(jspark.createDataFrame(jvm.java.util.ArrayList(), jspark.parseDataType(struct.json())), spark)
+    return internals.empty_frame(spark, struct)
 
 
 def _chars_as_strings(data_type: Any) -> Any:

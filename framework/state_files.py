@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from framework import internals
 from framework.storage_url import is_local
 
 
@@ -63,12 +64,10 @@ def _local(path: str | Path) -> Path:
 
 
 def _jvm() -> Any:
-    from pyspark import SparkContext
-
-    context = SparkContext._active_spark_context
-    if context is None or context._jvm is None:
+    jvm = internals.active_jvm()
+    if jvm is None:
         raise RuntimeError("a Spark session is needed to reach object storage")
-    return context._jvm
+    return jvm
 
 
 def _hadoop(url: str) -> tuple[Any, Any]:
@@ -79,4 +78,4 @@ def _hadoop(url: str) -> tuple[Any, Any]:
         raise RuntimeError("a Spark session is needed to reach object storage")
     jvm = _jvm()
     hpath = jvm.org.apache.hadoop.fs.Path(url)
-    return hpath.getFileSystem(session._jsparkSession.sessionState().newHadoopConf()), hpath
+    return hpath.getFileSystem(internals.hadoop_conf(session)), hpath

@@ -20,6 +20,7 @@ from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructField
 
+from framework import internals
 from framework.autoloader.schemas import has_struct
 from framework.errors import AutoLoaderError
 
@@ -63,7 +64,7 @@ def function(spark: SparkSession, parser: Parser, config: str) -> str | None:
         return None
     name = f"{parser.name}_{hashlib.sha1(config.encode()).hexdigest()[:16]}"
     try:
-        getattr(_register_class(spark), parser.register)(spark._jsparkSession, name, config, parser.return_type)
+        getattr(_register_class(spark), parser.register)(internals.java_session(spark), name, config, parser.return_type)
     except (Py4JJavaError, CapturedException) as exc:  # pyspark turns most JVM errors into CapturedException
         message = (str(exc).strip().splitlines() or ["?"])[0].rstrip(".")
         raise AutoLoaderError(f"invalid {parser.register.upper()} reader options: {message}. Fix the source's "
@@ -72,7 +73,7 @@ def function(spark: SparkSession, parser: Parser, config: str) -> str | None:
 
 
 def _register_class(spark: SparkSession) -> Any:
-    target: Any = spark.sparkContext._jvm
+    target: Any = internals.jvm(spark)
     for part in REGISTER_CLASS.split("."):
         target = getattr(target, part)
     return target

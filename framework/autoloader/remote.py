@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from framework import internals
 from framework.autoloader import records, schemas
 from framework.autoloader.options import CloudFilesOptions
 from framework.autoloader.paths import RemoteFile
@@ -34,8 +35,8 @@ class HadoopFiles:
     """The few file operations Auto Loader needs, through Hadoop's file system for one URL's bucket."""
 
     def __init__(self, spark: SparkSession, url: str) -> None:
-        self.jvm: Any = spark.sparkContext._jvm
-        self.fs = self._path(url).getFileSystem(spark._jsparkSession.sessionState().newHadoopConf())
+        self.jvm: Any = internals.jvm(spark)
+        self.fs = self._path(url).getFileSystem(internals.hadoop_conf(spark))
 
     def _path(self, url: str) -> Any:
         return self.jvm.org.apache.hadoop.fs.Path(url)

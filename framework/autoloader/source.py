@@ -22,6 +22,7 @@ from framework.autoloader.options import DEFAULT_MAX_FILES_PER_TRIGGER, CloudFil
 from framework.autoloader.paths import ListedFile, list_files, to_local
 from framework.autoloader.schema_store import SchemaStore, StoredSchema
 from framework.errors import AutoLoaderError, UnknownFieldError
+from framework.internals import lookup_data_source
 from framework.rescued import note_rescued_column
 from framework.storage_url import is_local
 
@@ -150,11 +151,8 @@ def _user_schema(spark: SparkSession, schema: StructType | str | None) -> Struct
 def _check_format_available(spark: SparkSession, fmt: str) -> None:
     if fmt != "avro":
         return
-    jvm = spark.sparkContext._jvm
     try:
-        assert jvm is not None
-        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            "avro", spark._jsparkSession.sessionState().conf())
+        lookup_data_source(spark, "avro")
     except Exception:
         raise AutoLoaderError("cloudFiles.format 'avro' is not supported locally: the spark-avro package is not "
                               "on the classpath (pyspark ships without it). Add org.apache.spark:spark-avro_2.13 "

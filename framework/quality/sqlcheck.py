@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
 from framework.stand_ins import empty_frame
 
 if TYPE_CHECKING:
@@ -104,10 +105,9 @@ _own_gateway: _Gateway | None = None
 def _jvm(launch: bool) -> Any | None:
     """The JVM view of the active SparkContext, else (when ``launch``) of a bare gateway launched once."""
     global _own_gateway
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None and SparkContext._jvm is not None:
-        return SparkContext._jvm
+    active = internals.active_jvm()
+    if active is not None:
+        return active
     if not launch:
         return None
     with _lock:

@@ -37,6 +37,8 @@ import threading
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -109,7 +111,7 @@ def start_warmup(spark: SparkSession) -> threading.Thread:
 
 
 def _initialise(spark: SparkSession) -> None:
-    jvm = spark.sparkContext._jvm
+    jvm = internals.active_jvm()
     if jvm is None:
         return
     with suppress(Exception):

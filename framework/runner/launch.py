@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from framework import internals
 from framework.errors import EnvironmentSetupError
 
 FALLBACK_ENV = "MEDALLION_SPARK_SUBMIT"  # "1": always PySpark's launch through spark-submit
@@ -223,6 +224,4 @@ def _key(java: Path, spark_home: Path, args: Sequence[str], env: Mapping[str, st
 
 def spark_home_dir() -> Path:
     """The Spark installation PySpark runs (``SPARK_HOME``, else pyspark's own folder)."""
-    from pyspark.find_spark_home import _find_spark_home
-
-    return Path(_find_spark_home())
+    return Path(internals.find_spark_home())

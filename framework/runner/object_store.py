@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
 from framework.errors import ObjectStoreError
 from framework.redaction import register_secret
 from framework.storage_url import ObjectStoreUrl, is_object_store_url, unsafe_object_store_use
@@ -117,8 +118,8 @@ def check_object_store(spark: SparkSession, spec: PipelineSpec, extra: Iterable[
 def _probe(spark: SparkSession, location: str, conf: Mapping[str, str]) -> None:
     from py4j.protocol import Py4JJavaError
 
-    jvm: Any = spark.sparkContext._jvm
-    hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
+    jvm: Any = internals.jvm(spark)
+    hadoop_conf = internals.hadoop_conf(spark)
     for key, value in conf.items():
         hadoop_conf.set(key, value)
     # The bucket's root: it exists whenever the bucket does (the location itself may not exist yet), and its

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
+from framework.internals import delta_snapshot
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -56,9 +58,6 @@ def warm_written(spark: SparkSession, should_stop: Callable[[], bool] = lambda: 
     """Compute the state of the newest snapshot of each table noted, one table at a time until ``should_stop()``
     (a command waits: the rest stay noted); returns how many were done. Reads only: a table that cannot be read
     is skipped (its writer reads it as usual)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    none = jvm.scala.Option.empty()
     done = 0
     while not should_stop():
         with _lock:
@@ -66,7 +65,6 @@ def warm_written(spark: SparkSession, should_stop: Callable[[], bool] = lambda: 
                 break
             path = _written.pop(0)
         with suppress(Exception), warming_jobs(spark):
-            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-            log.update(False, none, none).transactions()
+            delta_snapshot(spark, path).transactions()
         done += 1
     return done

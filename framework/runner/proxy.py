@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from framework.internals import parse_plan
 from framework.sqlcompat import translate_databricks_sql
 
 if TYPE_CHECKING:
@@ -207,6 +208,11 @@ class SessionProxy:
         self.conf = ConfProxy(router.spark, router.env.configuration)
 
     @property
+    def pipeline_parameters(self) -> dict[str, str]:
+        """The spec's pipeline ``parameters``, bound to ``:name`` markers in the pipeline's SQL queries."""
+        return dict(self._router.env.spec.parameters)
+
+    @property
     def read(self) -> ReaderProxy:
         """``spark.read``, routed through the pipeline's reads."""
         return ReaderProxy(self._router, streaming=False)
@@ -242,7 +248,7 @@ class SessionProxy:
 def _relations(spark: SparkSession, query: str) -> list[str]:
     """The tables and views a SQL text reads (parsed, not analysed); ``["?"]`` when it does not parse."""
     try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(query)
+        plan = parse_plan(spark, query)
         leaves = plan.collectLeaves()
         names = []
         for i in range(leaves.size()):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from framework import internals
 from framework.errors import EnvironmentSetupError
 from framework.runner import cds
 from framework.runner.jars import build_framework_jar, framework_jar
@@ -46,11 +47,9 @@ def get_or_create_session(settings: LocalSparkSettings | None = None,
     if active is not None:
         ship_python_modules(active)
         return active
-    from pyspark import SparkContext
-
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit (or pyspark's shell)
     # before the gateway starts: its own failure is JAVA_GATEWAY_EXITED and a page of output
-    java = check_java() if SparkContext._gateway is None and not submitted else None
+    java = check_java() if not internals.gateway_started() and not submitted else None
     settings = settings or load_local_settings()
     conf = master_conf(settings.spark_conf, settings.master, submitted=submitted)
     if _on_this_machine(conf.get("spark.master")):
@@ -111,11 +110,9 @@ def _launch_jvm(conf: Mapping[str, str], java: Path, cache: Path, warm: bool) ->
     """Start the JVM with ``conf`` (:mod:`framework.runner.launch`; ``SparkSession.builder.getOrCreate`` with the
     same settings then finds it running) and, when ``warm``, its early warm-up
     (:func:`framework.runner.jvm_warmup.start_early_warmup`)."""
-    from pyspark import SparkContext
-
-    SparkContext._ensure_initialized(gateway=launch_gateway(conf, java, cache))
+    internals.initialize_gateway(launch_gateway(conf, java, cache))
     if warm:
-        start_early_warmup(SparkContext._jvm)
+        start_early_warmup(internals.active_jvm())
 
 
 def driver_class_path(settings: LocalSparkSettings) -> list[Path]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import UpdateError
+from framework.internals import analyzed_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -106,7 +107,7 @@ def output_mode(df: DataFrame) -> str:
     """The output mode DLT picks for a streaming table's query, from its analysed plan: ``complete`` when the
     query aggregates the stream without an event-time watermark (Spark allows no other mode for it), ``append``
     otherwise."""
-    plan = df._jdf.queryExecution().analyzed()
+    plan = analyzed_plan(df)
     streaming_aggregate = False
     watermark = False
     stack = [plan]

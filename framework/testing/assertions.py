@@ -118,12 +118,14 @@ def assert_schema_equal(actual: DataFrame | StructType, expected: DataFrame | St
 
 
 def _schema(value: Any) -> StructType:
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import StructType
+
+    from framework import internals
 
     if isinstance(value, StructType):
         return value
     if isinstance(value, str):
-        parsed = _parse_datatype_string(value)
+        parsed = internals.parse_datatype(value)
         if not isinstance(parsed, StructType):
             raise TypeError(f"expected a DDL list of columns such as 'id bigint, name string', got {value!r}")
         return parsed
