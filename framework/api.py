@@ -565,9 +565,28 @@ def _snapshot_source(source: Any, snapshot_and_version: Any, location: SourceLoc
     chosen = source if source is not None else snapshot_and_version
     if chosen is None:
         raise _fail("DECLARATION_SOURCE_REQUIRED", location, function="apply_changes_from_snapshot")
+    if isinstance(chosen, tuple) and len(chosen) == 2 and hasattr(chosen[0], "schema"):
+        return _one_snapshot(*chosen)  # (DataFrame, version), as Databricks' snapshot demo passes it
     if not isinstance(chosen, str) and not callable(chosen):
         raise _fail("DECLARATION_SOURCE_TYPE", location, source_type=type(chosen).__name__)
     return chosen
+
+
+def declare_auto_cdc_from_snapshot_flow(location: SourceLocation, *, target: str, source: str, keys: Any,
+                                        stored_as_scd_type: Any, flow_name: str | None = None,
+                                        **track_history: Any) -> None:
+    """An AUTO CDC FROM SNAPSHOT flow declared by other than Python code (DLT SQL): the same checks as
+    :func:`create_auto_cdc_from_snapshot_flow`, with errors at ``location``."""
+    _declare_snapshot_cdc(location, name=flow_name, target=target, source=source, snapshot_and_version=None,
+                          keys=keys, stored_as_scd_type=stored_as_scd_type, **track_history)
+
+
+def _one_snapshot(snapshot: Any, version: Any) -> Callable[[Any], Any]:
+    """A ``next_snapshot_and_version`` function for one given snapshot: it is applied once, while its version is
+    newer than the last one processed."""
+    def next_snapshot_and_version(latest_version: Any) -> Any:
+        return (snapshot, version) if latest_version is None or version > latest_version else None
+    return next_snapshot_and_version
 
 
 def _declare_snapshot_cdc(location: SourceLocation, *, name: str | None, target: str, source: Any,

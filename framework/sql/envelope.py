@@ -7,10 +7,13 @@ Statements (Databricks' pipeline SQL reference, current and legacy spellings)::
         [COMMENT '...' | TBLPROPERTIES (...) | PARTITIONED BY (...) | CLUSTER BY (...) | LOCATION '...' |
          USING DELTA] ... [AS query | FLOW ...]
     CREATE FLOW name [COMMENT '...'] AS { INSERT INTO [ONCE] target BY NAME query | AUTO CDC INTO ... }
-    { APPLY CHANGES | AUTO CDC } INTO target FROM source KEYS (...) [IGNORE NULL UPDATES]
+    { APPLY CHANGES | AUTO CDC [ONCE] } INTO target FROM source KEYS (...)
+        [IGNORE NULL UPDATES [ON (...) | ON * EXCEPT (...)]]
         [APPLY AS DELETE WHEN expr] [APPLY AS TRUNCATE WHEN expr] SEQUENCE BY expr
         [COLUMNS * EXCEPT (...) | COLUMNS (...)] [STORED AS SCD TYPE {1|2}]
-        [TRACK HISTORY ON * EXCEPT (...) | TRACK HISTORY ON (...)]
+        [TRACK HISTORY ON * EXCEPT (...) | TRACK HISTORY ON (...)] [COLUMNS TO UPDATE column]
+    (SYSTEM SEQUENCE BY and STORED AS BITEMPORAL are refused, naming the clause)
+    AUTO CDC [ONCE] INTO target FROM SNAPSHOT source KEYS (...) [STORED AS SCD TYPE {1|2}] [TRACK HISTORY ON ...]
     SET key = value | SET key
 
 The parser keeps offsets into the statement text, so every error names its line and column.
@@ -18,7 +21,7 @@ The parser keeps offsets into the statement text, so every error names its line 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from framework.sql.tokens import IDENT, NUMBER, PUNCT, STRING, WORD, Token, tokenize
 
@@ -56,7 +59,7 @@ class ChangesClause:
     target: str
     source: str
     keys: tuple[str, ...]
-    sequence_by: Fragment
+    sequence_by: Fragment | None  # None: FROM SNAPSHOT (versioned by the update)
     ignore_null_updates: bool = False
     delete_when: Fragment | None = None
     truncate_when: Fragment | None = None
@@ -65,6 +68,11 @@ class ChangesClause:
     scd_type: int = 1
     track_history: tuple[str, ...] | None = None
     track_history_except: tuple[str, ...] | None = None
+    ignore_null_updates_column_list: tuple[str, ...] | None = None
+    ignore_null_updates_except_column_list: tuple[str, ...] | None = None
+    columns_to_update: str | None = None
+    once: bool = False
+    snapshot: bool = False  # AUTO CDC ... FROM SNAPSHOT source: a snapshot of source at each update
     offset: int = 0
 
 
@@ -135,7 +143,7 @@ class UseStatement:
 Statement = CreateDataset | CreateFlow | ApplyChanges | SetStatement | UseStatement
 
 _QUERY_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}  # how a query starts (after REPLACE WHERE ...)
-_CHANGES_WORDS = {"KEYS", "IGNORE", "APPLY", "SEQUENCE", "COLUMNS", "STORED", "TRACK", "WHERE"}
+_CHANGES_WORDS = {"KEYS", "IGNORE", "APPLY", "SEQUENCE", "SYSTEM", "COLUMNS", "STORED", "TRACK", "WHERE"}
 
 
 def parse_statement(text: str) -> Statement:
@@ -495,16 +503,26 @@ class _Parser:
         else:
             self.expect("AUTO")
             self.expect("CDC")
+        once = self.accept("ONCE")
         if target is None or self.at("INTO"):
             self.expect("INTO")
             target = self.name()
         self.expect("FROM")
+        snapshot = self.at("SNAPSHOT") and not self.at("KEYS", ahead=1)  # (a source named snapshot: FROM snapshot KEYS)
+        if snapshot:
+            self.take()
         source = self._source()
         self.expect("KEYS")
         keys = self.name_list()
-        return self._changes_options(target, source, tuple(k.strip("`") for k in keys), start)
+        changes = self._changes_options(target, source, tuple(k.strip("`") for k in keys), start, snapshot)
+        return replace(changes, once=once, snapshot=snapshot)
 
     def _source(self) -> str:
+        if self.at_punct("("):  # SNAPSHOT(name)
+            self.take()
+            name = self.name()
+            self.expect_punct(")")
+            return name
         if self.at("STREAM"):
             self.take()
             if self.at_punct("("):
@@ -515,14 +533,23 @@ class _Parser:
             return self.name()
         return self.name()
 
-    def _changes_options(self, target: str, source: str, keys: tuple[str, ...], start: int) -> ChangesClause:
+    def _changes_options(self, target: str, source: str, keys: tuple[str, ...], start: int,
+                         snapshot: bool = False) -> ChangesClause:
         options: dict[str, object] = {}
         sequence = None
         while (token := self.peek()) is not None:
             if self.accept("IGNORE"):
                 self.expect("NULL")
                 self.expect("UPDATES")
-                options["ignore_null_updates"] = True
+                if self.accept("ON"):  # ON (cols) | ON * EXCEPT (cols): only those columns
+                    self._column_selection(options, "ignore_null_updates_column_list",
+                                           "ignore_null_updates_except_column_list")
+                else:
+                    options["ignore_null_updates"] = True
+            elif self.at("SYSTEM"):
+                raise EnvelopeError("SYSTEM SEQUENCE BY orders a STORED AS BITEMPORAL target's system time, "
+                                    "which the local runner does not support: remove the clause",
+                                    token.start, code="SQL_UNSUPPORTED_CLAUSE")
             elif self.accept("APPLY"):
                 self.expect("AS")
                 which = self.expect("DELETE", "TRUNCATE").value.upper()
@@ -533,9 +560,17 @@ class _Parser:
                 self.expect("BY")
                 sequence = self.expression_until(_CHANGES_WORDS)
             elif self.accept("COLUMNS"):
-                self._column_selection(options, "column_list", "except_column_list")
+                if self.accept("TO"):  # COLUMNS TO UPDATE column: the array<string> of each event's columns
+                    self.expect("UPDATE")
+                    options["columns_to_update"] = self.name().strip("`")
+                else:
+                    self._column_selection(options, "column_list", "except_column_list")
             elif self.accept("STORED"):
                 self.expect("AS")
+                if self.at("BITEMPORAL"):
+                    raise EnvelopeError("STORED AS BITEMPORAL (Beta on Databricks) is not supported by the local "
+                                        "runner: use STORED AS SCD TYPE 1 or SCD TYPE 2", token.start,
+                                        code="SQL_UNSUPPORTED_CLAUSE")
                 self.expect("SCD")
                 self.expect("TYPE")
                 level = self.take()
@@ -549,7 +584,9 @@ class _Parser:
             else:
                 raise EnvelopeError(f"'{token.value}' is not a clause of APPLY CHANGES", token.start,
                                     code="SQL_UNSUPPORTED_CLAUSE")
-        if sequence is None:
+        if snapshot:
+            _check_snapshot_options(options, sequence, start)
+        elif sequence is None:
             raise EnvelopeError("APPLY CHANGES needs SEQUENCE BY", start)
         return ChangesClause(target, source, keys, sequence, offset=start, **options)  # type: ignore[arg-type]
 
@@ -560,6 +597,18 @@ class _Parser:
                 options[excepted] = tuple(n.strip("`") for n in self.name_list())
             return
         options[listed] = tuple(n.strip("`") for n in self.name_list())
+
+
+_SNAPSHOT_OPTIONS = {"scd_type", "track_history", "track_history_except"}
+
+
+def _check_snapshot_options(options: dict[str, object], sequence: Fragment | None, start: int) -> None:
+    """``AUTO CDC ... FROM SNAPSHOT`` takes KEYS, STORED AS and TRACK HISTORY only (a snapshot's version orders
+    it)."""
+    given = sorted(k for k in options if k not in _SNAPSHOT_OPTIONS) + (["sequence_by"] if sequence else [])
+    if given:
+        raise EnvelopeError(f"AUTO CDC ... FROM SNAPSHOT takes KEYS, STORED AS SCD TYPE and TRACK HISTORY only, "
+                            f"not {', '.join(given)}", start, code="SQL_UNSUPPORTED_CLAUSE")
 
 
 @dataclass

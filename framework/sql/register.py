@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from framework.api import declare_auto_cdc_flow
+from framework.api import declare_auto_cdc_flow, declare_auto_cdc_from_snapshot_flow
 from framework.columns import ColumnClauseError, split_column_list
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow, FlowKind, SourceLocation
 from framework.errors import PipelineError, SqlError
@@ -159,6 +159,14 @@ def _flow(statement: Statement, parsed: env.CreateFlow, library: _Library) -> No
 
 def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str | None, once: bool,
              target: str | None = None) -> None:
+    if changes.snapshot:
+        declare_auto_cdc_from_snapshot_flow(
+            _location(statement, changes.offset), target=target or _bare(changes.target),
+            source=_bare(changes.source), keys=list(changes.keys), stored_as_scd_type=changes.scd_type,
+            flow_name=flow_name, track_history_column_list=changes.track_history,
+            track_history_except_column_list=changes.track_history_except)
+        return
+    assert changes.sequence_by is not None
     arguments: dict[str, Any] = {
         "ignore_null_updates": changes.ignore_null_updates or None,
         "apply_as_deletes": changes.delete_when.text if changes.delete_when else None,
@@ -166,10 +174,14 @@ def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str
         "column_list": changes.column_list, "except_column_list": changes.except_column_list,
         "track_history_column_list": changes.track_history,
         "track_history_except_column_list": changes.track_history_except,
+        "ignore_null_updates_column_list": changes.ignore_null_updates_column_list,
+        "ignore_null_updates_except_column_list": changes.ignore_null_updates_except_column_list,
+        "columns_to_update": changes.columns_to_update,
     }
     declare_auto_cdc_flow(_location(statement, changes.offset), target=target or _bare(changes.target),
                           source=_bare(changes.source), keys=list(changes.keys),
-                          sequence_by=_sequence(changes.sequence_by.text), flow_name=flow_name, once=once,
+                          sequence_by=_sequence(changes.sequence_by.text), flow_name=flow_name,
+                          once=once or changes.once,
                           stored_as_scd_type=changes.scd_type, **arguments)
 
 
