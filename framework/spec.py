@@ -30,7 +30,7 @@ DATABRICKS_KEYS = {
     "development", "channel", "edition", "photon", "serverless", "clusters", "event_log", "notifications",
     "allow_duplicate_names", "budget_policy_id", "root_path", "environment", "tags", "deployment", "filters",
     "trigger", "run_as", "restart_window", "dry_run", "gateway_definition", "ingestion_definition",
-    "permissions", "usage_policy_id",
+    "permissions", "usage_policy_id", "parameters",
 }
 # Local-only keys (YAML specs; also accepted in JSON).
 LOCAL_KEYS = {"paths", "spark_conf", "environments", "root", "description", "layers", "tables"}
@@ -119,6 +119,7 @@ class PipelineSpec:
     extra: Mapping[str, Any] = field(default_factory=dict)
     tables: tuple[ExternalTable, ...] = ()
     trigger: JobTrigger | None = None
+    parameters: Mapping[str, str] = field(default_factory=dict)  # pipeline parameters (Beta): `:name` in SQL
 
     @property
     def tables_dir(self) -> StoragePath:
@@ -310,6 +311,7 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
     storage = _storage(data.get("storage"), root, str(name), maps["paths"], source, problems)
     tables = external_tables(data.get("tables"), root, maps["paths"], source, problems)
     trigger = job_trigger(data.get("trigger"), data.get("continuous") is True, source, problems)
+    parameters = pipeline_parameters(data.get("parameters"), source, problems)
     if problems:
         raise SpecError(source, problems)
     pipeline_id = str(data.get("id") or uuid.uuid5(uuid.NAMESPACE_URL, f"medallion/{name}/{storage}"))
@@ -322,7 +324,31 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
         development=bool(data.get("development", True)), continuous=bool(data.get("continuous", False)),
         channel=str(data.get("channel", "CURRENT")), edition=str(data.get("edition", "ADVANCED")),
         paths=maps["paths"], spark_conf=maps["spark_conf"], environment=env, pipeline_id=pipeline_id,
-        layers=maps["layers"], extra=extra, tables=tuple(tables), trigger=trigger)
+        layers=maps["layers"], extra=extra, tables=tuple(tables), trigger=trigger, parameters=parameters)
+
+
+_PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def pipeline_parameters(value: Any, source: str, problems: list[Problem]) -> dict[str, str]:
+    """The spec's ``parameters`` (Databricks' pipeline parameters, Beta): string values by key, given as a
+    mapping or as a list of ``{name, default}`` (or ``{name, value}``) entries. Keys hold letters, digits,
+    ``_``, ``-`` and ``.`` only, as on Databricks."""
+    if isinstance(value, list):
+        entries: dict[Any, Any] = {}
+        for entry in value:
+            if not isinstance(entry, dict) or "name" not in entry:
+                problems.append(Problem("INVALID_VALUE", "`parameters` entries need a `name` (and a `default`)",
+                                        source))
+                continue
+            entries[entry["name"]] = entry.get("default", entry.get("value"))
+        value = entries
+    out = _string_map(value, "parameters", source, problems)
+    for key in out:
+        if not _PARAMETER_KEY.match(key):
+            problems.append(Problem("INVALID_VALUE", f"parameter key {short_repr(key)}: use letters, digits, "
+                                    "'_', '-' and '.' only", source))
+    return out
 
 
 def external_tables(value: Any, root: Path, paths: Mapping[str, str], source: str,
@@ -610,7 +636,7 @@ def _storage(value: Any, root: Path, name: str, paths: Mapping[str, str], source
 
 
 _USED = {"id", "name", "libraries", "configuration", "catalog", "schema", "target", "storage", "continuous",
-         "development", "channel", "edition"}
+         "development", "channel", "edition", "parameters"}
 
 
 def _libraries(value: Any, source: str, problems: list[Problem]) -> list[Library]:

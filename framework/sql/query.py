@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from framework.errors import SqlError
 from framework.sql.metadata_column import mentions_metadata, with_metadata, without_metadata
+from framework.sql.parameters import bind_parameters
 from framework.sqlcompat import translate_databricks_sql
 
 if TYPE_CHECKING:
@@ -191,6 +192,7 @@ def _literal(expr: Any) -> str:
 def query_dataframe(text: str) -> DataFrame:
     """Run the SQL query ``text`` inside the active flow: its reads through the pipeline's ``spark``."""
     spark = builtins.spark  # type: ignore[attr-defined]  # the runner's session proxy while a flow runs
+    text = bind_parameters(text, getattr(spark, "pipeline_parameters", None) or {})  # the spec's `parameters`
     relations = sorted(parse_relations(spark, text), key=lambda r: r.start, reverse=True)
     rewritten = text
     session = spark

@@ -1,7 +1,8 @@
 """Issue 36's newer SQL flow forms, in one pipeline (two updates): ``FLOW REPLACE WHERE predicate BY NAME
 query`` inline in ``CREATE STREAMING TABLE``, ``CREATE FLOW ... AS INSERT INTO t BY NAME REPLACE WHERE ...``
 (the matched rows deleted and the flow's rows for that range inserted, in one commit; other rows untouched),
-``CREATE TABLE ... FLOW INSERT [ONCE] BY NAME query`` with expectations; and a non-boolean predicate's error."""
+``CREATE TABLE ... FLOW INSERT [ONCE] BY NAME query`` with expectations and a column DEFAULT; the spec's
+pipeline ``parameters`` as ``:name`` in SQL; and a non-boolean predicate's error."""
 
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ CREATE TABLE audited (id BIGINT, amount BIGINT, origin STRING DEFAULT concat('la
 FLOW INSERT BY NAME SELECT id, amount FROM STREAM read_files('{landing}', format => 'json');
 
 CREATE TABLE seeded FLOW INSERT ONCE BY NAME SELECT 1 AS id;
+
+CREATE OR REFRESH MATERIALIZED VIEW over_min AS
+SELECT id, :label AS label FROM sales WHERE amount >= CAST(:min_amount AS BIGINT);
 """
 
 BAD = """
@@ -59,7 +63,8 @@ def test_replace_where_and_table_flows(spark: SparkSession, tmp_path: Path) -> N
     write_json_lines(landing, "a.json", ['{"id": 1, "region": "eu", "amount": 5}',
                                          '{"id": 2, "region": "eu", "amount": 20}',
                                          '{"id": 3, "region": "us", "amount": -1}'])
-    spec = make_pipeline(tmp_path, {"flows.sql": SQL.format(landing=landing)})
+    spec = make_pipeline(tmp_path, {"flows.sql": SQL.format(landing=landing)},
+                         parameters={"min_amount": "10", "label": "big"})
     first = run_update(spec, UpdateOptions(), spark=spark)
     assert first.succeeded, first.error or [f.error for f in first.flows]
     assert _rows(spark, spec, "eu_sales") == sorted([(1, "eu", 5), (2, "eu", 20), (100, "us", 7)], key=repr)
@@ -67,6 +72,7 @@ def test_replace_where_and_table_flows(spark: SparkSession, tmp_path: Path) -> N
     assert _rows(spark, spec, "audited") == sorted([(1, 5, "landing"), (2, 20, "landing")], key=repr)
     assert first.flow("audited").dropped_records == 1
     assert _rows(spark, spec, "seeded") == sorted([(1,)], key=repr)
+    assert _rows(spark, spec, "over_min") == [(2, "big")]  # pipeline parameters bound to :name
 
     # the source changes: id 1's amount, id 2 gone, a new eu row; the us row (outside the predicate) stays
     (landing / "a.json").unlink()

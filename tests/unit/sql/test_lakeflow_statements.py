@@ -70,3 +70,27 @@ def test_malformed_forms_are_sql_errors(tmp_path: Path, text: str) -> None:
     with pytest.raises(SqlError) as info:
         _load(tmp_path, text + ";")
     assert info.value.code == "SQL_PARSE_ERROR" and info.value.line == 1
+
+
+def test_pipeline_parameters_bind_markers() -> None:
+    from framework.sql.parameters import bind_parameters
+
+    params = {"label": "it's", "m": "10"}
+    assert bind_parameters("SELECT :label AS l FROM t WHERE a >= CAST(:m AS BIGINT)", params) == \
+        "SELECT 'it\\'s' AS l FROM t WHERE a >= CAST('10' AS BIGINT)"
+    kept = "SELECT raw:label, x::int, ':label', :unknown FROM t -- :m"
+    assert bind_parameters(kept, params) == kept  # JSON paths, casts, strings, comments, unknown names
+
+
+def test_spec_parameters(tmp_path: Path) -> None:
+    from framework.errors import SpecError
+
+    base = {"name": "p", "libraries": [{"file": {"path": "p.sql"}}]}
+    as_map = parse_spec({**base, "parameters": {"min": 10, "src.path": "/a"}}, source="s.yaml", default_root=tmp_path)
+    assert as_map.parameters == {"min": "10", "src.path": "/a"}
+    as_list = parse_spec({**base, "parameters": [{"name": "a", "default": "1"}]}, source="s.yaml",
+                         default_root=tmp_path)
+    assert as_list.parameters == {"a": "1"}
+    with pytest.raises(SpecError) as info:
+        parse_spec({**base, "parameters": {"a b": "1"}}, source="s.yaml", default_root=tmp_path)
+    assert info.value.codes == ["INVALID_VALUE"]
