@@ -483,8 +483,13 @@ def create_auto_cdc_flow(target: str, source: str, keys: Any, sequence_by: Any, 
                          name: str | None = None, once: bool = False,
                          ignore_null_updates_column_list: Any = None,
                          ignore_null_updates_except_column_list: Any = None,
-                         columns_to_update: Any = None) -> None:
-    """``dp`` spelling of :func:`apply_changes` (the flow name parameter is ``name``; None is SCD type 1)."""
+                         columns_to_update: Any = None, *, system_sequence_by: Any = None) -> None:
+    """``dp`` spelling of :func:`apply_changes` (the flow name parameter is ``name``; None is SCD type 1).
+    ``system_sequence_by`` (the system-time order of Databricks' bitemporal targets, Beta) is refused."""
+    if system_sequence_by is not None:
+        raise _fail("DECLARATION_UNSUPPORTED_ARGUMENT", caller_location(), function="create_auto_cdc_flow",
+                    argument="system_sequence_by", why="it orders the system time of a STORED AS BITEMPORAL "
+                    "target (Beta on Databricks), which the local runner does not support")
     _declare_auto_cdc(
         caller_location(), flow_name=name, once=once, target=target, source=source, keys=keys,
         sequence_by=sequence_by, stored_as_scd_type=stored_as_scd_type, where=where,

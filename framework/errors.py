@@ -138,6 +138,7 @@ DECLARATION_MESSAGES: dict[str, str] = {
         "{function} needs source= (a table/view name or a function "
         "next_snapshot_and_version(latest_version) -> (DataFrame, version) | None)"),
     "DECLARATION_SOURCE_TYPE": "source must be a table name or a function, got {source_type}",
+    "DECLARATION_UNSUPPORTED_ARGUMENT": "{function}({argument}=...): {why}; remove the argument",
     # sinks
     "DECLARATION_SINK_FORMAT": "sink '{sink}': format must be one of {supported}, got {format!r}",
     "DECLARATION_SINK_OPTIONS_REQUIRED": (
