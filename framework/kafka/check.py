@@ -50,7 +50,7 @@ def register_kafka_secrets(options: Mapping[str, str]) -> None:
 
     for key, value in options.items():
         name = key.lower()
-        if name.endswith("sasl.jaas.config") or _JAAS.search(value or ""):
+        if name.endswith("sasl.jaas.config") or _JAAS.search(str(value or "")):
             register_secret(value)
             for password in _JAAS_PASSWORD.findall(value):
                 if password:
