@@ -26,9 +26,11 @@ Per batch, only keys that have events in the batch are touched:
    (with deletion vectors, so untouched rows are not rewritten);
 5. the batch's new deletes are appended to ``tombstones``.
 
-Known gaps: with ``ignore_null_updates`` / ``columns_to_update``, stored upserts and versions hold the values after
-the NULLs were filled in, so a late event that sets a column an upsert above it left unset does not change that
-upsert's filled value. Targets written before ``upserts`` existed have no record of what their versions absorbed.
+With ``ignore_null_updates`` / ``columns_to_update`` (upserts may leave columns unset), the target's versions hold
+filled values, so every upsert goes to ``upserts`` as it came, with its set flags (``__set_<i>``): the timeline
+then refills every upsert after a late event that sets a column (tests/integration/cdc/test_properties.py).
+Known gaps: targets written before ``upserts`` existed have no record of what their versions absorbed, nor do
+those whose ``upserts`` predates the set flags (their stored upserts count as setting every column).
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class Scd2Applier:
         # and the batch's append creates it.
         self.new_target = new_target
         self.pinned = False  # this batch reads the target and tombstones from their files (framework.cdc.small)
+        self.flagless_upserts = False  # ``upserts`` was written before it kept set flags: they are added to it
         self.target_rows: DataFrame | None = None  # the target as this batch read it, when pinned
 
     def apply(self, events: DataFrame, batch_id: int, app_id: str) -> CdcMetrics:
@@ -102,9 +105,11 @@ class Scd2Applier:
             version = None if self.new_target is not None else small_version(self.ctx)
             self.pinned = version is not None
             target_schema, timeline = self._timeline(reduced.drop(PROBLEM, COUNT))
+            raw = None
             if self.is_masked:
+                raw = self._raw_upserts(timeline, target_schema)
                 timeline = self._fill(timeline)
-            changes = self._all_changes(timeline, target_schema)
+            changes = self._all_changes(timeline, target_schema, raw)
             if version is not None:
                 counts = self._apply_small(changes, batch_id, app_id, version, num_deletes)
             elif self.new_target is not None and num_input * row_bytes(reduced) <= self.ctx.small_bytes:
@@ -116,17 +121,34 @@ class Scd2Applier:
         metrics: CdcMetrics = merge_metrics(counts, num_deleted=num_deletes, num_input=num_input)
         return metrics
 
-    def _all_changes(self, timeline: DataFrame, target_schema: StructType) -> DataFrame:
-        """The MERGE source (new, changed and vanished versions) and the batch's new tombstones, one DataFrame."""
+    def _all_changes(self, timeline: DataFrame, target_schema: StructType, raw: DataFrame | None) -> DataFrame:
+        """The MERGE source (new, changed and vanished versions), the batch's new tombstones and, when upserts
+        may leave columns unset, ``raw``: the batch's upserts as they came (see :meth:`_raw_upserts`)."""
         if self.plan.tracked == self.plan.values:
-            return changes_single_pass(timeline, self.plan)
+            found = changes_single_pass(timeline, self.plan)
+        else:
+            keys = list(self.plan.keys)
+            end_type = target_schema[END_AT].dataType
+            tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
+                *keys, *[F.lit(None).cast(target_schema[c].dataType).alias(c) for c in self.plan.values],
+                F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
+                F.lit("tombstone").alias(ACTION))
+            found = changes(timeline, self.plan).unionByName(tombstones)
+        if raw is None:
+            return found
+        flags = [F.lit(None).cast("boolean").alias(set_flag(i)) for i in range(len(self.plan.values))]
+        return found.select("*", *flags).unionByName(raw)
+
+    def _raw_upserts(self, timeline: DataFrame, target_schema: StructType) -> DataFrame:
+        """Ignore-NULL / columns_to_update: the batch's new upserts with their own values and set flags, before
+        the fill, as ``history`` rows. Every upsert is stored so (the timeline's new rows are flagged stored), so
+        that a late event that sets a column refills the upserts above it exactly (the target holds filled
+        values only)."""
         keys = list(self.plan.keys)
-        end_type = target_schema[END_AT].dataType
-        tombstones = timeline.filter(F.col(NEW) & (F.col(OP) == DELETE)).select(
-            *keys, *[F.lit(None).cast(target_schema[c].dataType).alias(c) for c in self.plan.values],
-            F.col(SEQ).alias(START_AT), F.lit(None).cast(end_type).alias(END_AT),
-            F.lit("tombstone").alias(ACTION))
-        return changes(timeline, self.plan).unionByName(tombstones)
+        return timeline.filter(F.col(NEW) & (F.col(OP) == UPSERT)).select(
+            *keys, *self.plan.values, F.col(SEQ).alias(START_AT),
+            F.lit(None).cast(target_schema[END_AT].dataType).alias(END_AT), F.lit(HISTORY).alias(ACTION),
+            *[set_flag(i) for i in range(len(self.plan.values))])
 
     def _apply_spark(self, all_changes: DataFrame, batch_id: int, app_id: str,
                      num_deletes: int) -> dict[str, Any] | None:
@@ -139,7 +161,8 @@ class Scd2Applier:
         changes = materialize(all_changes.observe(observation, F.count_if(F.col(ACTION) == HISTORY).alias("h")))
         try:
             if observation.get["h"]:
-                self.ctx.writer.append(self._stored(changes), self.upserts_path, f"{app_id}/upserts", batch_id)
+                self.ctx.writer.append(self._stored(changes), self.upserts_path, f"{app_id}/upserts", batch_id,
+                                       merge_schema=self.flagless_upserts)
             rows = changes.filter(F.col(ACTION).isin(*VERSION_ACTIONS))
             counts = (self._append(rows, batch_id, app_id) if self.new_target is not None
                       else self._merge(rows, batch_id, app_id))
@@ -156,7 +179,14 @@ class Scd2Applier:
     def _stored(self, changes: DataFrame) -> DataFrame:
         """The rows of the changes that go to the ``upserts`` state table, as stored there."""
         return changes.filter(F.col(ACTION) == HISTORY).select(*self.plan.keys, F.col(START_AT).alias(SEQ),
-                                                               *self.plan.values)
+                                                               *self.plan.values, *self._stored_flags())
+
+    def _stored_flags(self) -> list[Column]:
+        """The set flags ``upserts`` keeps when upserts may leave columns unset (NULL: a row stored before
+        its flags were, or one the target's filled values describe: every column set)."""
+        if not self.is_masked:
+            return []
+        return [F.coalesce(F.col(set_flag(i)), F.lit(True)).alias(set_flag(i)) for i in range(len(self.plan.values))]
 
     def _apply_small(self, all_changes: DataFrame, batch_id: int, app_id: str, version: int,
                      num_deletes: int) -> dict[str, Any] | None:
@@ -199,21 +229,27 @@ class Scd2Applier:
         (``tombstone``: to the tombstones; ``history``: to the upserts, values included) with the driver, or
         through Spark when it must not. Nothing when there are none."""
         import pyarrow.compute as pc
-        from pyspark.sql.types import StructField
+        from pyspark.sql.types import BooleanType, StructField
 
         keys = list(self.plan.keys)
         values = list(self.plan.values) if action == HISTORY else []
-        rows = (data.filter(pc.equal(data.column(ACTION), action)).select([*keys, START_AT, *values])
-                .rename_columns([*keys, SEQ, *values]))
+        flags = [set_flag(i) for i in range(len(values))] if self.is_masked else []
+        rows = (data.filter(pc.equal(data.column(ACTION), action)).select([*keys, START_AT, *values, *flags])
+                .rename_columns([*keys, SEQ, *values, *flags]))
         if action == HISTORY and not rows.num_rows:
             return
+        for flag in flags:  # NULL: described by the target's (filled) values, every column set
+            index = rows.schema.get_field_index(flag)
+            rows = rows.set_column(index, flag, pc.fill_null(rows.column(flag), True))
         table = StructType([*(schema[k] for k in keys), StructField(SEQ, schema[START_AT].dataType),
-                            *(schema[v] for v in values)])
+                            *(schema[v] for v in values), *(StructField(f, BooleanType(), True) for f in flags)])
         path, name = ((self.upserts_path, "upserts") if action == HISTORY
                       else (self.tombstones_path, "tombstones"))
         txn = (f"{app_id}/{name}", batch_id)
-        if not append_small(self.ctx, path, table, rows, txn):
-            self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, table), path, txn[0], batch_id)
+        widen = action == HISTORY and self.flagless_upserts
+        if widen or not append_small(self.ctx, path, table, rows, txn):
+            self.ctx.writer.append(self.ctx.spark.createDataFrame(rows, table), path, txn[0], batch_id,
+                                   merge_schema=widen)
 
     def _timeline(self, new: DataFrame) -> tuple[StructType, DataFrame]:
         """The target's schema, and the timeline of the batch's keys: their existing versions and tombstones
@@ -221,7 +257,7 @@ class Scd2Applier:
         keys = list(self.plan.keys)
 
         def flagged_new(events: DataFrame, schema: StructType) -> DataFrame:
-            return events.select(*new.columns, *self._flags(schema, old=False, new=True))
+            return events.select(*new.columns, *self._flags(schema, old=False, new=True, stored=self.is_masked))
 
         tombstones, upserts = (read_pinned(self.ctx, path) if self.pinned else self.ctx.read_or_none(path)
                                for path in (self.tombstones_path, self.upserts_path))
@@ -258,8 +294,11 @@ class Scd2Applier:
                                    F.lit(False).alias(NEW), F.struct(*values).alias(OLD_VALUES),
                                    F.lit(False).alias(STORED))
         if upserts is not None:
+            self.flagless_upserts = self.is_masked and any(set_flag(i) not in upserts.columns for i in range(len(values)))
             stored = upserts.join(batch_keys, keys, "left_semi").select(
                 *keys, SEQ, *[F.col(c).alias(f"__stored_{i}") for i, c in enumerate(values)],
+                *[(F.col(set_flag(i)) if set_flag(i) in upserts.columns else F.lit(True)).alias(f"__stored_set_{i}")
+                  for i in range(len(values)) if self.is_masked],
                 F.lit(True).alias("__in_upserts"))
             both = versions.drop(STORED).join(stored, [*keys, SEQ], "full")
             in_upserts = F.coalesce(F.col("__in_upserts"), F.lit(False))
@@ -267,7 +306,8 @@ class Scd2Applier:
                 *keys, SEQ, F.lit(UPSERT).cast("tinyint").alias(OP),
                 *[F.when(in_upserts, F.col(f"__stored_{i}")).otherwise(F.col(c)).alias(c)
                   for i, c in enumerate(values)],
-                *sets, F.coalesce(F.col(OLD), F.lit(False)).alias(OLD), OLD_END, F.lit(False).alias(NEW),
+                *[F.when(in_upserts, F.col(f"__stored_set_{i}")).otherwise(F.lit(True)).alias(set_flag(i))
+                  for i in range(len(sets))], F.coalesce(F.col(OLD), F.lit(False)).alias(OLD), OLD_END, F.lit(False).alias(NEW),
                 OLD_VALUES, in_upserts.alias(STORED))
         if tombstones is None:
             return versions

@@ -166,14 +166,14 @@ class TxnWriter:
             session.conf.unset(TXN_VERSION)
 
     @staticmethod
-    def append(df: DataFrame, path: str, app_id: str, version: int) -> None:
+    def append(df: DataFrame, path: str, app_id: str, version: int, *, merge_schema: bool = False) -> None:
         """Append ``df`` to the Delta table at ``path`` unless (app id, version) was already written there.
 
         Without a table at ``path`` the append creates it, with :data:`TABLE_PROPERTIES`, in the same commit as
         its rows (and its transaction id). That is cheaper than creating it empty first: Delta checks the
         transaction id of an append to an existing table by reconstructing the table's state with Spark jobs."""
         if delta_exists(df.sparkSession, path):
-            writer = df.write.format("delta").mode("append")
+            writer = df.write.format("delta").mode("append").option("mergeSchema", str(merge_schema).lower())
         else:
             writer = _new_table_writer(df, path)
         writer.option("txnAppId", app_id).option("txnVersion", str(version)).save(path)

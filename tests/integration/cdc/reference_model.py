@@ -24,6 +24,11 @@ arrival order. Rules, with where they come from (pages under docs.databricks.com
   from the open version's closes it at the upsert's sequence and opens a new version; an upsert that changes only
   untracked columns (or nothing) updates the open version in place, which keeps its ``__START_AT``. By default
   every column is tracked.
+* R7 (cdc, ``IGNORE NULL UPDATES``; ldp-python-ref-apply-changes, ``ignore_null_updates`` and
+  ``ignore_null_updates_column_list``): "when a CDC event matches an existing row", a NULL in an ignored column
+  "retains its existing value in the target". For SCD 2 the existing row is the open version (in sequence order,
+  R1): the upsert's NULLs in ignored columns take the open version's values before R6 compares tracked columns; an
+  upsert with no open version (the key's first, or after a delete) keeps its NULLs.
 """
 
 from __future__ import annotations
@@ -70,23 +75,26 @@ def scd1(events: Sequence[Event]) -> list[tuple[Any, ...]]:
     return rows
 
 
-def scd2(events: Sequence[Event], tracked: Sequence[int]) -> list[tuple[Any, ...]]:
-    """SCD type 2 rows ``(key, *values, __START_AT, __END_AT)`` (R1, R2, R5, R6); ``tracked``: the positions of
-    the tracked value columns."""
+def scd2(events: Sequence[Event], tracked: Sequence[int], ignore_nulls: Sequence[int] = ()) -> list[tuple[Any, ...]]:
+    """SCD type 2 rows ``(key, *values, __START_AT, __END_AT)`` (R1, R2, R5-R7); ``tracked``: the positions of
+    the tracked value columns; ``ignore_nulls``: those whose NULLs in an upsert keep the open version's value."""
     rows = []
     for key, timeline in _by_key(events).items():
         versions: list[list[Any]] = []  # [values, start, end]
         for event in timeline:
             current = versions[-1] if versions and versions[-1][2] is None else None
+            values = event.values
+            if current is not None:
+                values = tuple(current[0][i] if i in ignore_nulls and v is None else v for i, v in enumerate(values))
             if event.op == DELETE:
                 if current is not None:
                     current[2] = event.seq
             elif current is None:
-                versions.append([event.values, event.seq, None])
-            elif any(current[0][i] != event.values[i] for i in tracked):
+                versions.append([values, event.seq, None])
+            elif any(current[0][i] != values[i] for i in tracked):
                 current[2] = event.seq
-                versions.append([event.values, event.seq, None])
+                versions.append([values, event.seq, None])
             else:
-                current[0] = event.values
+                current[0] = values
         rows += [(key, *values, start, end) for values, start, end in versions]
     return rows
