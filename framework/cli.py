@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full-refresh-select", default=None, metavar="A,B",
                    help="full refresh of these datasets only")
     p.add_argument("--select", default=None, metavar="A,B", help="refresh only these datasets")
+    p.add_argument("--reset-checkpoint-select", default=None, metavar="F,G",
+                   help="clear these streaming flows' checkpoints first (their tables keep their data)")
     p.add_argument("--no-report", action="store_true", help="do not write the data-quality report")
     p.add_argument("--continuous", action="store_true",
                    help="keep running until stopped (Ctrl-C / SIGTERM), as a continuous pipeline (also the spec's "
@@ -325,6 +327,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         full_refresh=args.full_refresh,
         full_refresh_selection=_csv(args.full_refresh_select),
         refresh_selection=_csv(args.select),
+        reset_checkpoint_selection=_csv(getattr(args, "reset_checkpoint_select", None)),
         write_report=not args.no_report,
         continuous=True if getattr(args, "continuous", False) else None,
         stop=stop,

@@ -34,6 +34,7 @@ from framework.runner.progress import ConsoleListener, EventLogListener, Listene
 from framework.runner.proxy import SessionProxy
 from framework.runner.reads import ReadRouter
 from framework.runner.refresh import clear_dataset, refresh_targets, select_flows
+from framework.runner.reset import reset_checkpoints, resettable
 from framework.runner.resolve import Resolution, Resolver
 from framework.runner.results import FlowResult, UpdateResult
 from framework.runner.session import get_or_create_session
@@ -56,6 +57,7 @@ class UpdateOptions:
     full_refresh: bool = False
     full_refresh_selection: tuple[str, ...] | None = None
     refresh_selection: tuple[str, ...] | None = None
+    reset_checkpoint_selection: tuple[str, ...] | None = None  # flows whose checkpoints go, their data kept
     write_report: bool = False
     max_concurrent_flows: int = 4  # flows are mostly driver-side latency on small data; 4 overlap better than 2
     out: TextIO | None = None  # progress and summary (default stderr / stdout); None for default
@@ -141,6 +143,7 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         "cause": "USER_ACTION", "full_refresh": options.full_refresh,
         "full_refresh_selection": list(options.full_refresh_selection or []),
         "refresh_selection": list(options.refresh_selection or []),
+        "reset_checkpoint_selection": list(options.reset_checkpoint_selection or []),
         "config": dict(spec.configuration), "development": spec.development})
     prepare_session(env)
     router = ReadRouter(env)
@@ -156,6 +159,7 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         selected = select_flows(graph, [*(options.refresh_selection or ()),
                                         *(options.full_refresh_selection or ())])
         cleared = _full_refresh(env, resolution, options, selected)
+        reset_checkpoints(env, graph, options.reset_checkpoint_selection or ())
         # A continuous update keeps the settings it started with (a small one's included) until it is stopped:
         # its streaming queries take the session's settings when they start.
         with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
@@ -208,8 +212,8 @@ def _run_continuously(router: ReadRouter, graph: PipelineGraph, selected: set[st
 def _full_refresh(env: UpdateEnvironment, resolution: Resolution, options: UpdateOptions,
                   selected: set[str]) -> set[str]:
     graph = resolution.graph
-    targets = refresh_targets(graph, selected, full_refresh=options.full_refresh,
-                              full_refresh_selection=options.full_refresh_selection or ())
+    targets = resettable(graph, refresh_targets(graph, selected, full_refresh=options.full_refresh,
+                                                full_refresh_selection=options.full_refresh_selection or ()))
     for key in targets:
         stand_in = resolution.stand_ins.get(key)  # the query's output: the truncated table's new columns
         clear_dataset(env, graph, key, stand_in.schema if stand_in is not None else None)

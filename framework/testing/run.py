@@ -13,7 +13,7 @@ import io
 import re
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -112,8 +112,10 @@ class TestPipeline:
         return cls(spark, spec, folder, source, overrides, env)
 
     def run(self, *, inputs: InputFiles | None = None, tables: ExternalTables | None = None,
-            configuration: Mapping[str, str] | None = None, full_refresh: bool = False) -> PipelineRun:
-        """Write ``inputs`` and ``tables``, then run one update with ``configuration`` over the spec's."""
+            configuration: Mapping[str, str] | None = None, full_refresh: bool = False,
+            reset_checkpoints: Sequence[str] = ()) -> PipelineRun:
+        """Write ``inputs`` and ``tables``, then run one update with ``configuration`` over the spec's
+        (``reset_checkpoints``: the streaming flows whose checkpoints the update clears, data kept)."""
         from framework.runner.update import UpdateOptions, run_update
 
         write_inputs(self.inputs_dir, inputs)
@@ -127,7 +129,9 @@ class TestPipeline:
         if tables or configuration:
             self.spec = _load(self._source, self._env, self._overrides)
         out = io.StringIO()
-        result = run_update(self.spec, UpdateOptions(full_refresh=full_refresh, out=out), spark=self.spark)
+        options = UpdateOptions(full_refresh=full_refresh, out=out,
+                                reset_checkpoint_selection=tuple(reset_checkpoints) or None)
+        result = run_update(self.spec, options, spark=self.spark)
         return PipelineRun(self, result, out.getvalue())
 
 
@@ -262,10 +266,12 @@ class PipelineRun:
         return _Tables(self)
 
     def run_again(self, *, inputs: InputFiles | None = None, tables: ExternalTables | None = None,
-                  configuration: Mapping[str, str] | None = None, full_refresh: bool = False) -> PipelineRun:
-        """Add ``inputs`` (and tables, configuration) and run the next update of the same storage."""
+                  configuration: Mapping[str, str] | None = None, full_refresh: bool = False,
+                  reset_checkpoints: Sequence[str] = ()) -> PipelineRun:
+        """Add ``inputs`` (and tables, configuration) and run the next update of the same storage
+        (``reset_checkpoints``: streaming flows whose checkpoints it clears first, their tables' data kept)."""
         return self.pipeline.run(inputs=inputs, tables=tables, configuration=configuration,
-                                 full_refresh=full_refresh)
+                                 full_refresh=full_refresh, reset_checkpoints=reset_checkpoints)
 
 
 @dataclass(frozen=True)
