@@ -32,6 +32,9 @@ def _add_spec(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", type=Path, help="a conf/*.yaml spec or a Databricks pipeline settings JSON")
     parser.add_argument("--env", default=None, help="environment override from the spec's `environments`")
     parser.add_argument("--storage", default=None, help="override the storage root")
+    parser.add_argument("--pipeline", default=None, metavar="KEY",
+                        help="an Asset Bundle's pipeline to use (its key under resources.pipelines)")
+    parser.add_argument("--target", default=None, help="an Asset Bundle's target (default: its default target)")
 
 
 def _add_master(parser: argparse.ArgumentParser) -> None:
@@ -205,7 +208,8 @@ def _spec(args: argparse.Namespace, *, libraries: bool = True) -> Any:
     from framework.spec import load_spec
 
     overrides = {"storage": args.storage} if getattr(args, "storage", None) else None
-    spec = load_spec(args.spec, env=args.env, overrides=overrides)
+    spec = load_spec(args.spec, env=args.env, overrides=overrides, pipeline=getattr(args, "pipeline", None),
+                     target=getattr(args, "target", None))
     if libraries:
         files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
         _cluster_setup(args, [spec.root, *(f.parent for f in files)])

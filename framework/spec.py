@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
+from framework.bundle_input import bundle_pipeline, is_bundle
 from framework.errors import PipelineError, Problem, SpecError
 from framework.storage_url import ObjectStoreUrl, StoragePath, is_object_store_url, storage_path
 
@@ -159,14 +160,16 @@ def short_repr(value: Any) -> str:
     return text if len(text) <= _SHORT_MAX else text[:_SHORT_MAX - 3] + "..."
 
 
-def load_spec(path: str | Path, env: str | None = None, overrides: Mapping[str, Any] | None = None
-              ) -> PipelineSpec:
+def load_spec(path: str | Path, env: str | None = None, overrides: Mapping[str, Any] | None = None,
+              *, pipeline: str | None = None, target: str | None = None) -> PipelineSpec:
     """Read and validate a YAML spec or a Databricks settings JSON (by extension or content).
 
     Args:
         path: The spec file.
         env: An ``environments`` entry merged over the base settings.
         overrides: Settings merged over everything else (e.g. the CLI's ``--storage``).
+        pipeline: For an Asset Bundle (``databricks.yml``, ``resources/*.yml``): the key of the pipeline to run.
+        target: For an Asset Bundle: the target whose variables and settings apply (default: its default).
 
     Returns:
         The validated spec. Its libraries are not looked up here (see ``framework.loader.resolve_libraries``).
@@ -179,6 +182,12 @@ def load_spec(path: str | Path, env: str | None = None, overrides: Mapping[str, 
     source = str(path)
     raw = _parse_text(_read_text(path, source), path, source)
     default_root = path.parent.parent if path.parent.name == "conf" else path.parent
+    if is_bundle(raw):  # framework/bundle_input.py: include, variables, targets, the pipeline by its key
+        raw, folder = bundle_pipeline(raw, path, pipeline=pipeline, target=target)
+        default_root = default_root if folder == path.parent else folder
+    elif pipeline is not None or target is not None:
+        raise SpecError(source, [Problem("NOT_A_BUNDLE", f"{path} is one pipeline's settings, not an Asset "
+                                         "Bundle: --pipeline and --target apply to bundles only", source)])
     return parse_spec(_unwrap(raw, source), source=source, default_root=default_root.resolve(), env=env,
                       overrides=overrides)
 
