@@ -13,7 +13,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 SCRIPTS = ("bench_runner", "bench_autoloader", "bench_quality", "bench_cdc", "bench_cdc_peer", "bench_peer",
-           "bench_sql", "bench_jdbc", "bench_devloop", "bench_serve", "bench_testkit")
+           "bench_sql", "bench_jdbc", "bench_kafka", "bench_devloop", "bench_serve", "bench_testkit")
 
 
 def main() -> int:
