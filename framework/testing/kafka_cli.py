@@ -3,7 +3,7 @@
 ``start`` runs one broker (framework.testing.kafka: KRaft, one node) on 127.0.0.1:9092 (``--port``) in the
 background, its log folder under ``runs/kafka`` (``--dir``), kept across stops so that topics and their records
 stay; ``stop`` ends it; ``topic NAME...`` creates topics (the broker creates none by itself, as most production
-clusters). ``status`` exits 1 when no broker of that folder runs. The pipeline's configuration names the broker
+clusters); ``produce TOPIC [FILE...]`` writes each line of the files (or of standard input) as one record. ``status`` exits 1 when no broker of that folder runs. The pipeline's configuration names the broker
 (``kafka.bootstrap.servers`` = ``127.0.0.1:9092``); on Databricks, the user's own brokers.
 """
 
@@ -30,8 +30,9 @@ _STATE = "broker.json"
 def add_parser(sub: Any) -> None:
     """The ``kafka`` subcommand of ``medallion``."""
     p = sub.add_parser("kafka", help="start or stop a local Apache Kafka broker (127.0.0.1:9092), create topics")
-    p.add_argument("action", choices=("start", "stop", "status", "topic"))
-    p.add_argument("topics", nargs="*", help="topic names (for `topic`)")
+    p.add_argument("action", choices=("start", "stop", "status", "topic", "produce"))
+    p.add_argument("topics", nargs="*", help="topic names (`topic`); for `produce`: the topic, then files of "
+                   "one record value per line (default: standard input)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"broker port (default {DEFAULT_PORT})")
     p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"log folder (default {DEFAULT_DIR})")
     p.add_argument("--partitions", type=int, default=1, help="partitions of new topics (default 1)")
@@ -64,9 +65,26 @@ def cmd_kafka(args: argparse.Namespace) -> int:
         return 0
     if running is None:
         raise EnvironmentSetupError(f"no Kafka broker runs from {args.dir}: start one with `medallion kafka start`")
+    if args.action == "produce":
+        return _produce(running, args.topics)
     for topic in args.topics:
         running.create_topic(topic, args.partitions)
         print(f"kafka: topic {topic} on {running.bootstrap_servers}")
+    return 0
+
+
+def _produce(broker: KafkaBroker, names: list[str]) -> int:
+    """``produce TOPIC [FILE...]``: every non-empty line of the files (or of standard input) as one record."""
+    import sys
+
+    if not names:
+        raise EnvironmentSetupError("usage: medallion kafka produce TOPIC [FILE...] (lines of standard input "
+                                    "without FILE)")
+    topic, files = names[0], names[1:]
+    lines = [line for path in files for line in Path(path).read_text().splitlines()] if files \
+        else sys.stdin.read().splitlines()
+    count = broker.produce(topic, [line for line in lines if line.strip()])
+    print(f"kafka: {count} records to {topic} on {broker.bootstrap_servers}")
     return 0
 
 
