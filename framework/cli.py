@@ -270,7 +270,29 @@ def _graph(args: argparse.Namespace) -> Any:
     if not session_running():  # a server's session runs already
         plan_one_command(True)  # analysis only: no data is read
 
+    if getattr(args, "command", None) == "validate":  # also each view's refresh (issue 37): one resolution
+        from framework.runner.update import resolve_pipeline
+
+        resolution = resolve_pipeline(spec)[1]
+        args.resolution = resolution
+        return spec, resolution.graph
     return spec, validate_with_spark(spec)
+
+
+def _refresh_explanations(resolution: Any) -> dict[str, str]:
+    """Per materialized view, whether its query refreshes incrementally (``framework/incremental/explain.py``)."""
+    from framework.declarations import DatasetKind
+    from framework.incremental.explain import explain
+
+    if resolution is None:
+        return {}
+    graph = resolution.graph
+    out: dict[str, str] = {}
+    for key, kind in graph.kinds.items():
+        dataset = graph.registry.datasets.get(key)
+        if kind is DatasetKind.MATERIALIZED_VIEW and dataset is not None and key in resolution.stand_ins:
+            out[key] = explain(resolution.stand_ins[key], dataset.refresh_policy)
+    return out
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -285,10 +307,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     datasets = len(graph.registry.datasets)
     print(f"pipeline '{spec.name}' is valid: {datasets} datasets, {flows} flows, "
           f"{len(graph.registry.sinks)} sinks")
+    refresh = _refresh_explanations(getattr(args, "resolution", None))
     for key in graph.order:
         flow = graph.registry.flows[key]
         ins = ", ".join(graph.inputs[key] + graph.external[key]) or "-"
         print(f"  {flow.name:32s} -> {flow.target:28s} reads: {ins}")
+        if key in refresh:
+            print(f"    refresh: {refresh[key]}")
     return 0
 
 
