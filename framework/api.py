@@ -189,7 +189,8 @@ def _expectations_from_dicts(dataset: str, location: SourceLocation, **by_action
 
 
 # ------------------------------------------------------------------------------------------------- datasets
-def _register_dataset(fn: QueryFunction, *, kind: DatasetKind, name: str | None, **options: Any) -> QueryFunction:
+def _register_dataset(fn: QueryFunction, *, kind: DatasetKind, name: str | None,
+                      flow_options: Mapping[str, Any] | None = None, **options: Any) -> QueryFunction:
     location = function_location(fn)
     dataset_name = _check_name("dataset", name if name is not None else fn.__name__, location)
     expectations: tuple[Expectation, ...] = getattr(fn, _EXPECTATIONS_ATTR, ())
@@ -197,25 +198,27 @@ def _register_dataset(fn: QueryFunction, *, kind: DatasetKind, name: str | None,
     dataset = Dataset(name=dataset_name, kind=kind, location=location, expectations=expectations, **options)
     registry.add_dataset(dataset)
     registry.add_flow(Flow(name=dataset_name, target=dataset_name, kind=FlowKind.QUERY, location=location,
-                           query_function=fn, spark_conf=dataset.spark_conf, comment=dataset.comment))
+                           query_function=fn, spark_conf=dataset.spark_conf, comment=dataset.comment,
+                           **(flow_options or {})))
     setattr(fn, _REGISTERED_ATTR, dataset_name)
     return fn
 
 
 def _dataset_decorator(*, decorator: str, kind: DatasetKind, query_function: Any, name: str | None,
-                       options: dict[str, Any], location: SourceLocation) -> Any:
+                       options: dict[str, Any], location: SourceLocation,
+                       flow_options: Mapping[str, Any] | None = None) -> Any:
     """Register ``query_function`` now (bare ``@decorator``), or return the decorator (``@decorator(...)``)."""
     if query_function is not None and not callable(query_function):
         raise _decorator_misuse(decorator, query_function, location)
     if name is not None:
         _check_name("dataset", name, location)
     if query_function is not None:
-        return _register_dataset(query_function, kind=kind, name=name, **options)
+        return _register_dataset(query_function, kind=kind, name=name, flow_options=flow_options, **options)
 
     def decorate(fn: QueryFunction) -> QueryFunction:
         if not callable(fn):
             raise _decorator_misuse(decorator, fn, location)
-        return _register_dataset(fn, kind=kind, name=name, **options)
+        return _register_dataset(fn, kind=kind, name=name, flow_options=flow_options, **options)
 
     return decorate
 
@@ -275,18 +278,58 @@ def table_decorator(spelling: str) -> Callable[..., Any]:
               spark_conf: dict[str, str] | None = None, table_properties: dict[str, str] | None = None,
               partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
               temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
-              *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None) -> Any:
-        """A table: a streaming table when the query is streaming, else a materialized view."""
+              *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None,
+              replace_using: list[str] | None = None, sequence_by: Any = None) -> Any:
+        """A table: a streaming table when the query is streaming, else a materialized view (with
+        ``replace_using`` and ``sequence_by``: a streaming table kept by a REPLACE USING flow)."""
         location = caller_location()
+        flow_options = _replace_using(replace_using, sequence_by, location, spelling)
         options = _table_options(location, comment=comment, spark_conf=spark_conf,
                                  table_properties=table_properties, partition_cols=partition_cols, path=path,
                                  schema=schema, private=temporary if private is None else private,
                                  cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter,
                                  format=format)
         return _dataset_decorator(decorator=spelling, kind=DatasetKind.TABLE, query_function=query_function,
-                                  name=name, options=options, location=location)
+                                  name=name, options=options, location=location, flow_options=flow_options)
 
     return _spelled(table, spelling)
+
+
+def _replace_using(replace_using: Any, sequence_by: Any, location: SourceLocation, decorator: str
+                   ) -> dict[str, Any]:
+    """A REPLACE USING flow's checked options: at least one key column, no repeats, and a ``sequence_by``."""
+    if replace_using is None and sequence_by is None:
+        return {}
+    keys = _cols(replace_using)
+    if not keys or len(set(keys)) != len(keys):  # Databricks: at least one key column, none repeated
+        raise _fail("DECLARATION_KEYS_REQUIRED", location, function=f"{decorator}(replace_using=...)")
+    if sequence_by is None:
+        raise _fail("DECLARATION_SEQUENCE_BY_REQUIRED", location, function=f"{decorator}(replace_using=...)")
+    return {"replace_using": keys, "sequence_by": sequence_by}
+
+
+def replace_flow(target: str | None = None, replace_using: list[str] | None = None, sequence_by: Any = None,
+                 name: str | None = None, comment: str | None = None, spark_conf: dict[str, str] | None = None
+                 ) -> Callable[[QueryFunction], None]:
+    """A REPLACE USING flow into a streaming table: each key's rows are replaced by a stream of partial
+    snapshots, the highest ``sequence_by`` winning (``framework/runner/replace_using.py``)."""
+    location = caller_location()
+    if callable(target) or target is None:
+        raise _fail("DECLARATION_TARGET_REQUIRED", location, decorator="replace_flow")
+    _check_name("replace_flow target", target, location)
+    options = _replace_using(replace_using if replace_using is not None else [], sequence_by, location,
+                             "replace_flow")
+
+    def decorate(fn: QueryFunction) -> None:
+        if not callable(fn):
+            raise _decorator_misuse("replace_flow", fn, location)
+        flow_name = _check_name("flow", name if name is not None else fn.__name__, location)
+        active_registry().add_flow(Flow(
+            name=flow_name, target=target, kind=FlowKind.APPEND, location=function_location(fn),
+            query_function=fn, comment=comment, spark_conf=_dict(spark_conf),
+            expectations=getattr(fn, _EXPECTATIONS_ATTR, ()), **options))
+
+    return decorate
 
 
 def materialized_view_decorator(spelling: str) -> Callable[..., Any]:

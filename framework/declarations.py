@@ -149,6 +149,8 @@ class Flow:
     expectations: tuple[Expectation, ...] = ()  # expectation decorators stacked on an @append_flow function
     replace_where: str | None = None  # REPLACE WHERE flow: rows matching it are replaced by the query's, each update
     output_mode: str = "append"  # "update" for @dp.update_flow (into a sink only)
+    replace_using: tuple[str, ...] = ()  # REPLACE USING flow: key columns of partial snapshots ...
+    sequence_by: Any = None  # ... and the column (or Column) that orders them
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,10 @@ class FlowExecutor:
             self._run_snapshot_cdc(result)
         elif self.sink is not None:
             self._run_sink(result)
+        elif flow.replace_using:
+            from framework.runner.replace_using import run_replace_using
+
+            run_replace_using(self, result)
         elif flow.replace_where is not None:
             from framework.runner.replace_where import run_replace_where
 

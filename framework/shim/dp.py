@@ -19,6 +19,7 @@ from framework.api import (
     foreach_sink,
     materialized_view_decorator,
     on_event_hook,
+    replace_flow,
     table_decorator,
     update_flow,
     view_decorator,
@@ -33,7 +34,8 @@ __all__ = [
     "append_flow", "create_auto_cdc_flow",
     "create_auto_cdc_from_snapshot_flow", "create_sink", "create_streaming_table", "expect", "expect_all",
     "expect_all_or_drop", "expect_all_or_fail", "expect_or_drop", "expect_or_fail", "foreach_batch_sink",
-    "foreach_sink", "materialized_view", "on_event_hook", "table", "temporary_view", "update_flow",
+    "foreach_sink", "materialized_view", "on_event_hook", "replace_flow", "table", "temporary_view",
+    "update_flow",
 ]
 
 del materialized_view_decorator, table_decorator, view_decorator  # factories, not Databricks' names

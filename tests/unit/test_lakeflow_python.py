@@ -57,3 +57,24 @@ def test_bad_foreach_sink_and_update_flow_arguments(call) -> None:  # type: igno
     with registration_context(), pytest.raises(DeclarationError) as info:
         call()
     assert info.value.file == __file__
+
+
+def test_replace_using_declarations() -> None:
+    with registration_context() as reg:
+        dp.create_streaming_table("events")
+        dp.replace_flow(target="events", replace_using=["region_id"], sequence_by="seq")(q)
+        dp.table(name="by_key", replace_using=["k"], sequence_by="s")(q)
+    assert (reg.flows["q"].replace_using, reg.flows["q"].sequence_by) == (("region_id",), "seq")
+    assert reg.flows["by_key"].replace_using == ("k",)
+
+
+@pytest.mark.parametrize(("call", "code"), [
+    (lambda: dp.replace_flow(target="t", replace_using=[], sequence_by="s"), "DECLARATION_KEYS_REQUIRED"),
+    (lambda: dp.replace_flow(target="t", replace_using=["a", "a"], sequence_by="s"), "DECLARATION_KEYS_REQUIRED"),
+    (lambda: dp.table(replace_using=["a"]), "DECLARATION_SEQUENCE_BY_REQUIRED"),
+    (lambda: dp.replace_flow(replace_using=["a"], sequence_by="s"), "DECLARATION_TARGET_REQUIRED"),
+])
+def test_bad_replace_using_arguments(call, code: str) -> None:  # type: ignore[no-untyped-def]
+    with registration_context(), pytest.raises(DeclarationError) as info:
+        call()
+    assert info.value.code == code and info.value.file == __file__
