@@ -111,6 +111,8 @@ class CreateFlow:
     changes: ChangesClause | None = None
     comment: str | None = None
     replace_where: Fragment | None = None  # INSERT INTO target BY NAME REPLACE WHERE predicate query
+    replace_using: tuple[str, ...] = ()  # INSERT INTO target BY NAME REPLACE USING (cols) SEQUENCE BY seq query
+    sequence_by: Fragment | None = None
 
 
 @dataclass(frozen=True)
@@ -471,12 +473,19 @@ class _Parser:
         target = self.name()
         self.expect("BY")
         self.expect("NAME")
-        if self.accept("REPLACE"):  # ... BY NAME REPLACE WHERE predicate query
-            self.expect("WHERE")
-            predicate = self.expression_until(_QUERY_WORDS)
+        if not self.accept("REPLACE"):
+            return CreateFlow(name, target, start, once=once, query=self.rest(), comment=comment)
+        if self.accept("USING"):  # ... BY NAME REPLACE USING (cols) SEQUENCE BY seq query
+            keys = tuple(k.strip("`") for k in self.name_list())
+            self.expect("SEQUENCE")
+            self.expect("BY")
+            sequence = self.expression_until(_QUERY_WORDS)
             return CreateFlow(name, target, start, once=once, query=self.rest(), comment=comment,
-                              replace_where=predicate)
-        return CreateFlow(name, target, start, once=once, query=self.rest(), comment=comment)
+                              replace_using=keys, sequence_by=sequence)
+        self.expect("WHERE")  # ... BY NAME REPLACE WHERE predicate query
+        predicate = self.expression_until(_QUERY_WORDS)
+        return CreateFlow(name, target, start, once=once, query=self.rest(), comment=comment,
+                          replace_where=predicate)
 
     def _replace_where(self) -> tuple[Fragment, Fragment]:
         """``WHERE predicate BY NAME query`` after ``FLOW REPLACE``: the predicate and the query."""

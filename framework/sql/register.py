@@ -154,7 +154,8 @@ def _flow(statement: Statement, parsed: env.CreateFlow, library: _Library) -> No
         name=parsed.name, target=_bare(parsed.target), kind=FlowKind.APPEND, location=_location(statement),
         query_function=query_function(statement, parsed.query, _bare(parsed.target)), once=parsed.once,
         comment=parsed.comment, spark_conf=dict(library.settings),
-        replace_where=parsed.replace_where.text if parsed.replace_where else None))
+        replace_where=parsed.replace_where.text if parsed.replace_where else None, replace_using=parsed.replace_using,
+        sequence_by=_sequence(parsed.sequence_by.text) if parsed.sequence_by else None))
 
 
 def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str | None, once: bool,

@@ -1,6 +1,7 @@
 """REPLACE USING flows (issue 36) with Databricks' documented example (``ldp/flows-replace-using``): regions 1
 and 3 updated, region 2 untouched, region 3's lower-sequence row ignored; then a same-sequence row appended and
-a lower-sequence one ignored; ``@dp.replace_flow`` and ``@dp.table(replace_using=..., sequence_by=...)``; a
+a lower-sequence one ignored; ``@dp.replace_flow`` and ``@dp.table(replace_using=..., sequence_by=...)`` and SQL's ``INSERT INTO t BY NAME REPLACE USING (...)
+SEQUENCE BY ...``; a
 key column the query lacks is an error naming the dataset, file and line."""
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ def by_device():
     return events()
 '''
 
+SQL = """
+CREATE OR REFRESH STREAMING TABLE events_sql;
+CREATE FLOW snapshots_sql AS INSERT INTO events_sql BY NAME REPLACE USING (region_id) SEQUENCE BY seq
+SELECT * FROM STREAM read_files('{landing}', format => 'json',
+                                schema => 'region_id int, device_type string, event_type string, seq int');
+"""
+
 BAD = '''
 from pyspark import pipelines as dp
 
@@ -57,7 +65,8 @@ def test_documented_example(spark, tmp_path: Path) -> None:  # type: ignore[no-u
     landing = tmp_path / "landing"
     _batch(landing, "0.json", [(1, "iOS", "click", 1), (1, "Android", "conversion", 1), (2, "iOS", "click", 1),
                                (2, "desktop", "click", 1)])
-    spec = make_pipeline(tmp_path, {"p.py": PIPELINE}, {"landing": str(landing)})
+    spec = make_pipeline(tmp_path, {"p.py": PIPELINE, "p.sql": SQL.format(landing=landing)},
+                         {"landing": str(landing)})
     for batch, rows in [("1.json", [(1, "iOS", "click", 2), (1, "Android", "conversion", 2),
                                     (1, "desktop", "click", 2), (3, "iOS", "click", 1), (3, "desktop", "click", 2)]),
                         ("2.json", [(2, "Android", "click", 1), (1, "iOS", "conversion", 1)])]:
@@ -71,6 +80,7 @@ def test_documented_example(spark, tmp_path: Path) -> None:  # type: ignore[no-u
         (2, "iOS", "click", 1), (2, "desktop", "click", 1),  # untouched by the documented batch
         (2, "Android", "click", 1),  # the same sequence as region 2's: appended
         (3, "desktop", "click", 2)])  # region 3's seq 1 row lost to its seq 2 row
+    assert _rows(spark, spec, "events_sql") == _rows(spark, spec, "events")  # SQL's REPLACE USING
     assert _rows(spark, spec, "by_device") == sorted([  # keyed by (region, device)
         (1, "iOS", "click", 2), (1, "Android", "conversion", 2), (1, "desktop", "click", 2),
         (2, "iOS", "click", 1), (2, "desktop", "click", 1), (2, "Android", "click", 1), (3, "iOS", "click", 1),

@@ -27,6 +27,8 @@ CREATE FLOW big_flow AS INSERT INTO big BY NAME REPLACE WHERE amount >= 10 AND r
 WITH o AS (SELECT * FROM orders) SELECT * FROM o;
 
 CREATE TABLE appended FLOW INSERT BY NAME SELECT * FROM STREAM(orders);
+CREATE FLOW snapshots AS INSERT INTO big BY NAME REPLACE USING (region, `day`) SEQUENCE BY seq
+SELECT * FROM STREAM(orders);
 CREATE TABLE seeded FLOW INSERT ONCE BY NAME SELECT 1 AS id;
 CREATE TABLE legacy AS SELECT 1 AS id;
 """
@@ -51,6 +53,7 @@ def test_statements_register(tmp_path: Path) -> None:
     assert flows["big_flow"].kind is FlowKind.APPEND and flows["big_flow"].location.line == 10
     assert flows["appended"].replace_where is None and not flows["appended"].once
     assert flows["seeded"].once
+    assert (flows["snapshots"].replace_using, flows["snapshots"].sequence_by) == (("region", "day"), "seq")
 
 
 def test_parsed_forms() -> None:
