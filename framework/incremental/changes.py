@@ -42,10 +42,13 @@ class Snapshot:
 
         return StructType.fromJson(json.loads(self.schema_json))
 
-    def read(self, spark: SparkSession, files: tuple[str, ...] | None = None) -> DataFrame:
-        """The input's rows as of :attr:`version` (``files``: only those of its live files)."""
+    def read(self, spark: SparkSession, files: tuple[str, ...] | None = None, *, max_plain_bytes: int = -1) -> DataFrame:
+        """The input's rows as of :attr:`version` (``files``: only those of its live files). A whole table larger
+        than ``max_plain_bytes`` (when not negative) is read through Delta at that version, with its data
+        skipping; a smaller one as the Parquet files live in its log (no snapshot reconstruction)."""
         chosen = self.files if files is None else files
-        if not self.plain or (files is None and not chosen):  # an empty table: still a Delta relation in the plan
+        large = files is None and 0 <= max_plain_bytes < self.table_bytes
+        if not self.plain or large or (files is None and not chosen):  # empty: still a Delta relation
             return spark.read.format("delta").option("versionAsOf", self.version).load(self.path)
         if not chosen:
             return spark.createDataFrame([], self.schema())

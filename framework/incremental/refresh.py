@@ -54,6 +54,7 @@ class ViewRefresh:
         self.path = executor.env.table_path(executor.registry, executor.target_key)
         self.folder = state_folder(executor.env.checkpoint_path(executor.flow))
         self.snapshots: dict[str, Snapshot] = {}
+        self.reads = 0  # reads of the pipeline's Delta tables through the substitute (an input read twice: 2)
         self.plan: Plan | None = None
         self.analysis: Analysis | None = None
         self.txn: tuple[str, int] | None = None
@@ -124,7 +125,8 @@ class ViewRefresh:
         if snap is None:
             return None
         self.snapshots[path] = snap
-        return snap.read(self.spark)
+        self.reads += 1
+        return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
 
     def changed_query(self, changes: list[Change]) -> DataFrame:
         """The query over only the rows appended to each input since the last refresh."""
@@ -151,12 +153,14 @@ class ViewRefresh:
 
     def _context_issues(self, analysis: Analysis) -> list[Issue]:
         issues: list[Issue] = []
-        if analysis.relations != len(self.snapshots) or not self.snapshots:
+        if analysis.relations != self.reads or not self.snapshots:
             issues.append(Issue("INPUT_NOT_DELTA", "the query reads a source that is not a Delta table of the "
                                                    "pipeline"))
         dataset = self.ex.dataset
         if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and self.ex.expectations:
             issues.append(Issue("EXPECTATIONS_ON_AGGREGATE", "expectations on an aggregate view"))
+        if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and dataset.schema is not None:
+            issues.append(Issue("DECLARED_SCHEMA", "an aggregate view with a declared schema"))
         if analysis.applicable(GROUP_AGGREGATE) and len(analysis.keys) != analysis.group_keys:
             issues.append(Issue("GROUPING_EXPRESSION", "a GROUP BY column is not an output of the view"))
         return issues

@@ -35,6 +35,11 @@ def grouped():
         F.max("v").alias("hi"))
 
 @dp.materialized_view(refresh_policy="incremental")
+def doubled():
+    s = spark.read.table("src")
+    return s.where("k = 'a'").unionByName(s.where("v > 5"))
+
+@dp.materialized_view(refresh_policy="incremental")
 def overall():
     return spark.read.table("src").agg(F.count("*").alias("n"), F.sum("v").alias("s"), F.max("k").alias("top"))
 """
@@ -43,6 +48,7 @@ QUERIES = {
     "projected": "SELECT id, k, v + 1 AS w FROM delta.`{src}` WHERE v IS NULL OR v % 3 <> 0",
     "grouped": "SELECT k, count(*) AS n, count(v) AS nv, sum(v) AS s, min(v) AS lo, max(v) AS hi "
                "FROM delta.`{src}` WHERE id > 1 GROUP BY k",
+    "doubled": "SELECT * FROM delta.`{src}` WHERE k = 'a' UNION ALL SELECT * FROM delta.`{src}` WHERE v > 5",
     "overall": "SELECT count(*) AS n, sum(v) AS s, max(k) AS top FROM delta.`{src}`",
 }
 
