@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 SPEC ?= conf/sample.yaml
 
-.PHONY: help setup demo validate graph test unit integration e2e reliability lint typecheck check bench clean
+.PHONY: help setup demo demo-kafka validate graph test unit integration e2e reliability lint typecheck check bench clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -12,6 +12,9 @@ setup:  ## create .venv, install pinned dependencies, fetch the Delta jars (idem
 
 demo: setup  ## run the sample medallion pipeline end to end on generated data
 	@$(PY) -m framework.cli demo
+
+demo-kafka: setup  ## run the Kafka example pipeline twice against a local broker (started and stopped)
+	@bash scripts/kafka_demo.sh
 
 validate: setup  ## dry-run the sample spec (load, build the graph, check)
 	@$(PY) -m framework.cli validate $(SPEC)
