@@ -75,6 +75,12 @@ def test_appends_then_delete_then_nothing(spark, tmp_path: Path) -> None:
     assert kit.run().succeeded
     _check(spark, kit)
     assert chosen(kit.planning(spark, "per_k")[-1]) == "GROUP_AGGREGATE"
+    assert kit.run(full_refresh=True).succeeded  # --full-refresh still recomputes from scratch
+    _check(spark, kit)
+    last = kit.planning(spark, "per_k")[-1]
+    assert chosen(last) == "COMPLETE_RECOMPUTE"
+    assert "NO_PREVIOUS_REFRESH" in {i["issue_type"] for t in last["technique_information"]
+                                     for i in t.get("incrementalization_issues", [])}
 
 
 STRICT = """
