@@ -4,10 +4,10 @@ Hypothesis generates change streams over a few keys (inserts, updates of tracked
 truncates for SCD 1, exact repeats, and late events: the arrival order is a random permutation of the sequence
 order), splits them into random batches, applies them through the real framework (Delta MERGE or the driver's
 commit of a small target, several updates with new target objects and app ids), and compares the target with
-``reference_model`` (written from Databricks' documentation alone) after each batch, in six set-ups: SCD 1 with
+``reference_model`` (written from Databricks' documentation alone) after each batch, in seven set-ups: SCD 1 with
 ``apply_as_truncates``, SCD 2, SCD 2 with ``track_history_except_column_list`` and with
 ``track_history_column_list``, and SCD 2 with ``ignore_null_updates`` (every column, and
-``ignore_null_updates_column_list`` with an untracked column).
+``ignore_null_updates_column_list`` with an untracked column), and SCD 2 with ``columns_to_update``.
 
 CI runs a fixed, derandomized set of 5 examples per set-up (reproducible; every example is 1 to 4 batches of
 real Spark and Delta work). To search more locally:
@@ -37,7 +37,7 @@ from tests.integration.cdc.helpers import ordered
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-SCHEMA = "id INT, a STRING, b STRING, c STRING, seq INT, op STRING"
+SCHEMA = "id INT, a STRING, b STRING, c STRING, seq INT, op STRING, cols ARRAY<STRING>"
 LOCAL_EXAMPLES = int(os.environ.get("MEDALLION_CDC_EXAMPLES", "0"))
 # set-up -> (apply_changes arguments, positions of the tracked value columns a, b, c; None: SCD 1)
 SETUPS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
@@ -48,9 +48,13 @@ SETUPS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "scd2_ignore_nulls": ({"stored_as_scd_type": 2, "ignore_null_updates": True}, (0, 1, 2)),
     "scd2_except_b_ignore_b_nulls": ({"stored_as_scd_type": 2, "track_history_except_column_list": ("b",),
                                       "ignore_null_updates_column_list": ("b",)}, (0, 2)),
+    # each event lists the columns it sets (``cols``: those it does not leave NULL), as CDC feeds of partial
+    # updates do: the same target as ignoring NULLs on every column, through the columns_to_update path
+    "scd2_columns_to_update": ({"stored_as_scd_type": 2, "columns_to_update": "cols"}, (0, 1, 2)),
 }
 # set-up -> positions of the value columns whose NULLs an upsert ignores (only b is ever NULL in these streams)
-IGNORE_NULLS = {"scd2_ignore_nulls": (0, 1, 2), "scd2_except_b_ignore_b_nulls": (1,)}
+IGNORE_NULLS = {"scd2_ignore_nulls": (0, 1, 2), "scd2_except_b_ignore_b_nulls": (1,),
+                "scd2_columns_to_update": (0, 1, 2)}
 
 
 def property_settings(ci_examples: int) -> settings:
@@ -107,7 +111,8 @@ def expected(setup: str, events: list[model.Event], keep_sequence: bool) -> list
 
 
 def source_row(event: model.Event) -> tuple[Any, ...]:
-    return (event.key, *event.values, event.seq, event.op)
+    cols = [name for name, value in zip("abc", event.values, strict=True) if value is not None]
+    return (event.key, *event.values, event.seq, event.op, cols)
 
 
 def check(spark: SparkSession, root: Path, setup: str, stream: Stream) -> None:
@@ -118,7 +123,8 @@ def check(spark: SparkSession, root: Path, setup: str, stream: Stream) -> None:
         keys=("id",),
         sequence_by="seq",
         apply_as_deletes="op = 'D'",
-        except_column_list=("op",) if keep_sequence else ("op", "seq"),
+        except_column_list=(("op",) if keep_sequence else ("op", "seq"))
+        + (() if "columns_to_update" in arguments else ("cols",)),
         **arguments,
     )
     target, update, batch_id, seen = None, 0, 0, []
