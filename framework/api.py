@@ -35,7 +35,7 @@ from framework.declarations import (
     SourceLocation,
 )
 from framework.errors import DeclarationError
-from framework.incremental.policy import parse_policy
+from framework.refresh_policy import parse_policy
 from framework.registry import active_registry, merge_expectations
 
 QueryFunction = Callable[[], Any]

@@ -214,26 +214,34 @@ def _resolve_kinds(registry: Registry, streaming: Mapping[str, bool], problems: 
     return kinds
 
 
+def _check_sink_flow(registry: Registry, flow: Flow, target: str, problems: list[Problem]) -> bool:
+    """The checks of a flow into a sink, or of an update flow (which only sinks take); True when ``flow`` is
+    either (the target checks of tables do not apply)."""
+    loc = flow.location
+    if target in registry.sinks:
+        if flow.kind is not FlowKind.APPEND:
+            problems.append(Problem("INVALID_SINK_FLOW", f"flow '{flow.name}' targets sink '{flow.target}': "
+                                    "only @append_flow may write to a sink", loc.file, loc.line))
+        if flow.expectations:
+            problems.append(Problem("EXPECTATIONS_ON_SINK", f"flow '{flow.name}' targets sink "
+                                    f"'{flow.target}': expectations are not allowed on sinks", loc.file, loc.line))
+        return True
+    if flow.output_mode == "update":
+        problems.append(Problem("UPDATE_FLOW_TARGET_NOT_SINK", f"update flow '{flow.name}' targets "
+                                f"'{flow.target}', which is not a sink: update flows write to sinks only "
+                                "(dp.create_sink, @dp.foreach_sink); use @dp.append_flow for a table",
+                                loc.file, loc.line))
+        return True
+    return False
+
+
 def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Mapping[str, DatasetKind],
                    problems: list[Problem]) -> None:
     names = [d.name for d in registry.datasets.values()] + [s.name for s in registry.sinks.values()]
     for key, flow in registry.flows.items():
         loc = flow.location
         target = normalize_name(flow.target)
-        if target in registry.sinks:
-            if flow.kind is not FlowKind.APPEND:
-                problems.append(Problem("INVALID_SINK_FLOW", f"flow '{flow.name}' targets sink '{flow.target}': "
-                                        "only @append_flow may write to a sink", loc.file, loc.line))
-            if flow.expectations:
-                problems.append(Problem("EXPECTATIONS_ON_SINK", f"flow '{flow.name}' targets sink "
-                                        f"'{flow.target}': expectations are not allowed on sinks",
-                                        loc.file, loc.line))
-            continue
-        if flow.output_mode == "update":
-            problems.append(Problem("UPDATE_FLOW_TARGET_NOT_SINK", f"update flow '{flow.name}' targets "
-                                    f"'{flow.target}', which is not a sink: update flows write to sinks only "
-                                    "(dp.create_sink, @dp.foreach_sink); use @dp.append_flow for a table",
-                                    loc.file, loc.line))
+        if _check_sink_flow(registry, flow, target, problems):
             continue
         dataset = registry.datasets.get(target)
         if dataset is None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from framework.incremental.analysis import analyze
 from framework.incremental.plan_json import analyzed_plan
 from framework.incremental.planner import INCREMENTAL_TECHNIQUES
-from framework.incremental.policy import RefreshPolicy, policy_of
+from framework.refresh_policy import RefreshPolicy, policy_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -16,7 +16,7 @@ from typing import Any
 
 from framework.incremental.analysis import APPEND_ONLY, COMPLETE_RECOMPUTE, GROUP_AGGREGATE, Analysis, Issue
 from framework.incremental.changes import Change, Snapshot
-from framework.incremental.policy import RefreshPolicy
+from framework.refresh_policy import RefreshPolicy
 
 NO_OP = "NO_OP"
 INCREMENTAL_TECHNIQUES = (APPEND_ONLY, GROUP_AGGREGATE)

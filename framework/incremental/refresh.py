@@ -25,7 +25,6 @@ from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, ana
 from framework.incremental.changes import Change, Snapshot, change_since, snapshot
 from framework.incremental.plan_json import analyzed_plan
 from framework.incremental.planner import NO_OP, Plan, choose, full_plan, query_issues
-from framework.incremental.policy import RefreshPolicy, policy_of
 from framework.incremental.state import (
     APP_ID,
     RefreshState,
@@ -35,6 +34,7 @@ from framework.incremental.state import (
     state_folder,
     write_state,
 )
+from framework.refresh_policy import RefreshPolicy, policy_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

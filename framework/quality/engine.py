@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -175,3 +176,8 @@ def sum_observed(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         for key, value in row.items():
             out[key] = out.get(key, 0) + int(value or 0)
     return out
+
+
+def observation_name(key: str) -> str:
+    """The name of the observed metrics (rows in, dropped, failed per expectation) of flow ``key``'s query."""
+    return f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', key)}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import shutil
 import time
 import uuid
@@ -27,7 +26,7 @@ from framework.delta_log import has_commit, latest_metadata
 from framework.driver_delta import NeedsSpark, set_properties
 from framework.errors import PipelineError
 from framework.failures import HandlerErrors
-from framework.quality.engine import apply_expectations, metrics_from_row, sum_observed
+from framework.quality.engine import apply_expectations, metrics_from_row, observation_name, sum_observed
 from framework.registry import normalize_name
 from framework.runner.query import call_query_function
 from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
@@ -629,6 +628,3 @@ def _names(router: ReadRouter, registry: Any) -> Any:
     return NameResolver(frozenset(registry.datasets), spec.schema, spec.catalog)
 
 
-def observation_name(key: str) -> str:
-    """The name of the observed metrics (rows in, dropped, failed per expectation) of flow ``key``'s query."""
-    return f"dq_{re.sub(r'[^A-Za-z0-9_]', '_', key)}"

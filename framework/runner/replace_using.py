@@ -37,8 +37,7 @@ def check_columns(df: DataFrame, flow: Any, dataset: str) -> None:
 
 def run_replace_using(executor: Any, result: FlowResult) -> None:
     """Run ``executor``'s REPLACE USING flow (a ``FlowExecutor``): a stream, each micro-batch merged."""
-    from framework.quality.engine import apply_expectations
-    from framework.runner.flows import observation_name
+    from framework.quality.engine import apply_expectations, observation_name
     from framework.runner.streams import start_query
 
     flow, dataset = executor.flow, executor._dataset_name()

@@ -75,6 +75,7 @@ CASES: list[tuple[str, Callable[[], Any], dict[str, object]]] = [
      {"detail": ANY_LINE, "column": "n", "clause": "MASK"}),  # detail: the message of framework.columns
     ("DECLARATION_FORMAT_UNSUPPORTED", lambda: dp.create_streaming_table("st", format="iceberg"),
      {"format": "iceberg"}),
+    ("DECLARATION_REFRESH_POLICY", lambda: dp.materialized_view(refresh_policy="sometimes"), {"value": "sometimes"}),
     ("DECLARATION_LAYOUT_CONFLICT", lambda: dp.table(partition_cols="d", cluster_by=["c"]),
      {"partition_cols": ("d",), "cluster_by": ("c",)}),
     ("DECLARATION_EXPECTATIONS_NOT_A_DICT", lambda: dp.expect_all_or_fail([("a", "a > 0")]),
@@ -90,6 +91,8 @@ CASES: list[tuple[str, Callable[[], Any], dict[str, object]]] = [
     ("DECLARATION_ARGUMENTS_EXCLUSIVE",
      lambda: dlt.apply_changes(**CDC, column_list=["a"], except_column_list=["b"]),
      {"first": "column_list", "second": "except_column_list"}),
+    ("DECLARATION_UNSUPPORTED_ARGUMENT", lambda: dp.create_auto_cdc_flow(**CDC, system_sequence_by="sys_ts"),
+     {"function": "create_auto_cdc_flow", "argument": "system_sequence_by", "why": ANY_LINE}),
     ("DECLARATION_TRUNCATES_NEED_SCD1",
      lambda: dp.create_auto_cdc_flow(**CDC, stored_as_scd_type="2", apply_as_truncates="op = 'T'"),
      {"scd_type": 2}),

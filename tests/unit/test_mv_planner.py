@@ -5,7 +5,7 @@ from __future__ import annotations
 from framework.incremental.analysis import APPEND_ONLY, COMPLETE_RECOMPUTE, GROUP_AGGREGATE, Analysis, Issue
 from framework.incremental.changes import Change, Snapshot
 from framework.incremental.planner import NO_OP, choose, full_plan
-from framework.incremental.policy import RefreshPolicy
+from framework.refresh_policy import RefreshPolicy
 
 NOT = (Issue("OPERATOR_NOT_SUPPORTED", "x"),)
 AGG = Analysis({APPEND_ONLY: (Issue("AGGREGATE_IN_QUERY", "agg"),), GROUP_AGGREGATE: ()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from framework.errors import DeclarationError
-from framework.incremental.policy import RefreshPolicy, parse_policy, policy_of
+from framework.refresh_policy import RefreshPolicy, parse_policy, policy_of
 from framework.sql.envelope import EnvelopeError, parse_statement
 
 
