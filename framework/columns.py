@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
@@ -81,12 +83,12 @@ def split_column_list(schema: str) -> ColumnList:
 def declared_schema(spark: SparkSession, schema: Any) -> StructType | None:
     """A declared schema (DDL string or ``StructType``) as a ``StructType`` whose generated and identity
     columns carry Delta's metadata; None when nothing is declared. Spark's parser errors pass through."""
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+    from pyspark.sql.types import StructField, StructType
 
     if schema is None or isinstance(schema, StructType):
         return schema
     columns = split_column_list(str(schema))
-    parsed = _parse_datatype_string(columns.ddl)
+    parsed = internals.parse_datatype(columns.ddl)
     if not isinstance(parsed, StructType):  # a single type: createDataFrame names the column as it does
         return spark.createDataFrame([], columns.ddl).schema
     return StructType([StructField(f.name, f.dataType, f.nullable, {**f.metadata, **columns.metadata_of(f.name)})
@@ -300,10 +302,8 @@ def stored_schema(spark: SparkSession, path: str) -> StructType | None:
     metadata = latest_metadata(path)
     if metadata is not None:
         return StructType.fromJson(json.loads(metadata["schemaString"]))
-    jvm = spark.sparkContext._jvm  # the metadata is in a checkpoint: Delta's snapshot knows it
-    assert jvm is not None
-    log = getattr(jvm, "org.apache.spark.sql.delta.DeltaLog").forTable(spark._jsparkSession, path)
-    return StructType.fromJson(json.loads(log.unsafeVolatileSnapshot().metadata().schemaString()))
+    # the metadata is in a checkpoint: Delta's snapshot knows it
+    return StructType.fromJson(json.loads(internals.delta_schema_json(spark, path)))
 
 
 def with_defaults(df: DataFrame, declared: StructType | None) -> DataFrame:

@@ -120,9 +120,22 @@ def parse_datatype(text: str) -> DataType:
     return _parse_datatype_string(text)
 
 
+def set_active_session(spark: SparkSession) -> None:
+    """Make ``spark`` the JVM's active session on the calling thread (``SparkSession.setActiveSession`` of the
+    JVM: PySpark's own sets only the Python side). The class is named whole: one look-up that
+    ``runner/py4j_lookups.py`` keeps, where ``jvm.org.apache...`` is a round trip per package."""
+    getattr(jvm(spark), "org.apache.spark.sql.SparkSession").setActiveSession(java_session(spark))
+
+
 def delta_log(spark: SparkSession, path: str) -> Any:
     """Delta's ``DeltaLog`` of the table at ``path`` (``DeltaLog.forTable``)."""
-    return jvm(spark).org.apache.spark.sql.delta.DeltaLog.forTable(java_session(spark), path)
+    return getattr(jvm(spark), "org.apache.spark.sql.delta.DeltaLog").forTable(java_session(spark), path)
+
+
+def delta_schema_json(spark: SparkSession, path: str) -> str:
+    """The table's schema JSON from Delta's last computed snapshot (``DeltaLog.unsafeVolatileSnapshot``): no
+    update of the log."""
+    return str(delta_log(spark, path).unsafeVolatileSnapshot().metadata().schemaString())
 
 
 def delta_snapshot(spark: SparkSession, path: str) -> Any:
@@ -171,7 +184,9 @@ def _smoke_plans(spark: SparkSession, _path: str) -> None:
 def _smoke_delta(spark: SparkSession, path: str) -> None:
     spark.range(3).write.format("delta").mode("overwrite").save(path)
     assert delta_snapshot(spark, path).version() >= 0
+    assert "id" in delta_schema_json(spark, path)
     delta_checkpoint(spark, path)
+    set_active_session(spark)
 
 
 # entry points -> a check on a real session (and a scratch folder) that fails when one of them is broken
@@ -182,5 +197,6 @@ ENTRY_POINTS: dict[str, Callable[[SparkSession, str], None]] = {
     "JVM createDataFrame / parseDataType; pyspark.sql.types._parse_datatype_string": _smoke_types,
     "DataFrame._jdf, queryExecution().analyzed() / optimizedPlan(), schema().defaultSize(), sqlParser()":
         _smoke_plans,
-    "DeltaLog.forTable, update, checkpointAndCleanUpDeltaLog": _smoke_delta,
+    "DeltaLog.forTable, update, unsafeVolatileSnapshot, checkpointAndCleanUpDeltaLog; JVM setActiveSession":
+        _smoke_delta,
 }

@@ -7,6 +7,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from framework import internals
 from framework.cdc.storage import TxnWriter, create_table, delta_exists
 
 
@@ -90,7 +91,7 @@ def materialize(df: DataFrame) -> DataFrame:
 def release(df: DataFrame) -> None:
     """Free the blocks of a DataFrame returned by ``materialize`` (best effort)."""
     try:
-        plan = df._jdf.queryExecution().analyzed()
+        plan = internals.analyzed_plan(df)
         if plan.getClass().getSimpleName() == "LogicalRDD":
             plan.rdd().unpersist(False)
     except Exception:  # freeing memory early is an optimisation only

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from framework import state_files
+from framework import internals, state_files
 from framework.storage_url import is_local
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -114,7 +114,7 @@ def writer_session(spark: SparkSession) -> SparkSession:
     """
     cache: dict[int, SparkSession] = getattr(_child_sessions, "by_parent", None) or {}
     _child_sessions.by_parent = cache
-    key = id(spark._jsparkSession)
+    key = id(internals.java_session(spark))
     session = cache.get(key)
     if session is None:
         session = cache[key] = spark.newSession()
@@ -132,7 +132,7 @@ def _follow_parent(child: SparkSession, parent: SparkSession) -> None:
     from framework.session_settings import session_conf_in_effect
 
     wanted = session_conf_in_effect(parent)
-    applied = _followed.setdefault(id(child._jsparkSession), {})
+    applied = _followed.setdefault(id(internals.java_session(child)), {})
     for key in [k for k in applied if k not in wanted]:
         child.conf.unset(key)
         del applied[key]
@@ -181,10 +181,7 @@ class TxnWriter:
 
 
 def _snapshot(spark: SparkSession, path: str) -> Any:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    return log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    return internals.delta_snapshot(spark, path)
 
 
 def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from framework import internals
 from framework.errors import KafkaError
 
 CHECK_TIMEOUT_MS = 10_000  # a read's kafka.default.api.timeout.ms, when it sets one, wins
@@ -121,7 +122,7 @@ def list_topics(spark: Any, config: Mapping[str, str]) -> set[str]:
     """The topic names of the cluster at ``config['bootstrap.servers']``, through Kafka's JVM admin client."""
     from py4j.protocol import Py4JJavaError
 
-    jvm = spark._jvm
+    jvm = internals.jvm(spark)
     props = jvm.java.util.Properties()
     for key, value in config.items():
         props.setProperty(key, value)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framework import state_files
+from framework import internals, state_files
 from framework.columns import (
     computed_columns,
     same_columns,
@@ -569,9 +569,7 @@ def activate_session(spark: Any) -> None:
     none; without it ``writeStream.toTable`` of an existing Delta catalog table fails with
     DELTA_INVALID_V1_TABLE_CALL (the table resolves as a path-based DeltaTableV2). The class is named whole, one
     look-up that ``runner/py4j_lookups.py`` keeps (``jvm.org.apache...`` is a round trip to the JVM per package)."""
-    jvm, jsession = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
-    if jvm is not None and jsession is not None:
-        getattr(jvm, "org.apache.spark.sql.SparkSession").setActiveSession(jsession)
+    internals.set_active_session(spark)
 
 
 def _nullable(schema: StructType) -> StructType:

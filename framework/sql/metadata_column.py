@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
 from framework.sql.tokens import IDENT, WORD, tokenize
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def without_metadata(spark: Any, text: str, df: DataFrame) -> DataFrame:
 
 
 def _selects_metadata(spark: Any, text: str) -> bool:
-    node = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    node = internals.parse_plan(spark, text)
     while node.nodeName() in _THROUGH and node.children().size() == 1:
         node = node.children().apply(0)
     if node.nodeName() not in ("Project", "Aggregate"):

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from framework import internals
 from framework.errors import SqlError
 from framework.sql.metadata_column import mentions_metadata, with_metadata, without_metadata
 from framework.sql.parameters import bind_parameters
@@ -54,7 +55,7 @@ class Relation:
 
 def parse_relations(spark: Any, text: str) -> list[Relation]:
     """What ``text`` reads, from Spark's parsed (unresolved) plan. Raises Spark's ParseException."""
-    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    plan = internals.parse_plan(spark, text)
     ctes: set[str] = set()
     found: list[Relation] = []
     for node, streaming, alias in _nodes(plan, False):
