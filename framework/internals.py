@@ -176,6 +176,7 @@ def _smoke_types(spark: SparkSession, _path: str) -> None:
 def _smoke_plans(spark: SparkSession, _path: str) -> None:
     df = spark.range(5).selectExpr("id", "id * 2 AS twice")
     assert analyzed_plan(df).output().size() == 2
+    assert str(analyzed_plan(df).toJSON()).startswith("[")  # incremental refresh walks the plan as JSON
     assert optimized_plan(df).collectLeaves().size() == 1
     assert schema_default_size(df) == 16
     assert parse_plan(spark, "SELECT * FROM a JOIN b").collectLeaves().size() == 2
