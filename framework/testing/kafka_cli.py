@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import EnvironmentSetupError
+from framework.serve.paths import pid_alive
 
 if TYPE_CHECKING:
     from framework.testing.kafka import KafkaBroker
@@ -100,20 +101,12 @@ def _pid(folder: Path) -> int | None:
     return state["pid"] if state else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _running(folder: Path) -> KafkaBroker | None:
     """The broker started from ``folder`` when its process still runs."""
     state = _state(folder)
-    if state is None or not _alive(state["pid"]):
+    if state is None or not pid_alive(state["pid"]):
         return None
     from framework.testing.kafka import KafkaBroker, libs_dir
 
@@ -122,14 +115,14 @@ def _running(folder: Path) -> KafkaBroker | None:
 
 def _stop(folder: Path) -> None:
     pid = _pid(folder)
-    if pid is None or not _alive(pid):
+    if pid is None or not pid_alive(pid):
         print("kafka: not running")
         return
     os.kill(pid, signal.SIGTERM)  # a controlled shutdown
     deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    if _alive(pid):
+    if pid_alive(pid):
         os.kill(pid, signal.SIGKILL)
     (folder / _STATE).unlink(missing_ok=True)
     print("kafka: stopped")
