@@ -51,9 +51,10 @@ def run_replace_using(executor: Any, result: FlowResult) -> None:
                                           observation_name=observation_name(executor.key),
                                           rescued_column=executor._rescued_column())
     keys, sequence = tuple(flow.replace_using), flow.sequence_by
+    checkpoint = executor._checkpoint()
 
-    def merge(batch: DataFrame, _batch_id: int) -> None:
-        replace_batch(batch.sparkSession, path, batch, keys, sequence)
+    def merge(batch: DataFrame, batch_id: int) -> None:
+        replace_batch(batch.sparkSession, path, batch, keys, sequence, txn=(_query_id(checkpoint), batch_id))
 
     writer = (out.writeStream.foreachBatch(merge).option("checkpointLocation", executor._checkpoint())
               .trigger(**executor.trigger).queryName(flow.name))
@@ -62,12 +63,24 @@ def run_replace_using(executor: Any, result: FlowResult) -> None:
     executor._streamed(result, list(query.recentProgress), observation, failed=False)
 
 
-def replace_batch(spark: SparkSession, path: str, batch: DataFrame, keys: tuple[str, ...], sequence: Any) -> None:
-    """Apply one micro-batch of partial snapshots to the Delta table at ``path`` (one commit)."""
-    from delta.tables import DeltaTable
+def _query_id(checkpoint: str) -> str:
+    """The streaming query's id, kept in its checkpoint across restarts: the ``txn`` app id of its batches."""
+    import json
+
+    from framework import state_files
+
+    return str(json.loads(state_files.read_text(f"{checkpoint.rstrip('/')}/metadata"))["id"])
+
+
+def replace_batch(spark: SparkSession, path: str, batch: DataFrame, keys: tuple[str, ...], sequence: Any,
+                  txn: tuple[str, int]) -> None:
+    """Apply one micro-batch of partial snapshots to the Delta table at ``path`` (one commit) under Delta's
+    ``txn`` (query id, batch id): a batch replayed after a crash finds its commit and writes nothing (a row at
+    the target's sequence would otherwise be appended twice)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from framework.cdc.storage import TxnWriter
     from framework.delta_log import has_commit
 
     data = batch.columns
@@ -75,8 +88,28 @@ def replace_batch(spark: SparkSession, path: str, batch: DataFrame, keys: tuple[
               .withColumn("__replace_max", F.max(_SEQ).over(Window.partitionBy(*keys)))
               .where(F.col(_SEQ) == F.col("__replace_max")).drop("__replace_max"))
     if not has_commit(path):
-        latest.select(*data).write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+        (latest.select(*data).write.format("delta").mode("append").option("mergeSchema", "true")
+         .option("txnAppId", txn[0]).option("txnVersion", str(txn[1])).save(path))
         return
+    source, condition = _merge_source(spark, path, latest, data, keys, sequence)
+    TxnWriter(spark).run(*txn, lambda session: _merge(session, path, source, condition, data))
+
+
+def _merge(session: SparkSession, path: str, source: DataFrame, condition: str, data: list[str]) -> None:
+    """The MERGE of one batch, in ``session`` (the writer's, with the batch's ``txn`` set)."""
+    from delta.tables import DeltaTable
+
+    (DeltaTable.forPath(session, path).alias("t").merge(source.alias("s"), f"{condition} AND s.{_OP} = 'delete'")
+     .whenMatchedDelete()
+     .whenNotMatchedInsert(condition=f"s.{_OP} = 'insert'", values={f"`{c}`": f"s.`{c}`" for c in data})
+     .withSchemaEvolution().execute())
+
+
+def _merge_source(spark: SparkSession, path: str, latest: DataFrame, data: list[str], keys: tuple[str, ...],
+                  sequence: Any) -> tuple[DataFrame, str]:
+    """The MERGE's source (rows to insert, keys whose rows are replaced) and its match condition."""
+    from pyspark.sql import functions as F
+
     current = (spark.read.format("delta").load(path).withColumn(_SEQ, _sequence(sequence))
                .groupBy(*keys).agg(F.max(_SEQ).alias(_TARGET_SEQ)))
     on = [latest[k].eqNullSafe(current[k]) for k in keys]
@@ -86,11 +119,7 @@ def replace_batch(spark: SparkSession, path: str, batch: DataFrame, keys: tuple[
     source = (inserts.select(*data, F.lit("insert").alias(_OP))
               .unionByName(replaced.select(*[F.col(k).alias(f"__replace_key_{i}") for i, k in enumerate(keys)],
                                            F.lit("delete").alias(_OP)), allowMissingColumns=True))
-    condition = " AND ".join(f"t.`{k}` <=> s.`__replace_key_{i}`" for i, k in enumerate(keys))
-    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), f"{condition} AND s.{_OP} = 'delete'")
-     .whenMatchedDelete()
-     .whenNotMatchedInsert(condition=f"s.{_OP} = 'insert'", values={f"`{c}`": f"s.`{c}`" for c in data})
-     .withSchemaEvolution().execute())
+    return source, " AND ".join(f"t.`{k}` <=> s.`__replace_key_{i}`" for i, k in enumerate(keys))
 
 
 def _sequence(sequence: Any) -> Column:

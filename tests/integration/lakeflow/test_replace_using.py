@@ -91,3 +91,18 @@ def test_documented_example(spark, tmp_path: Path) -> None:  # type: ignore[no-u
     error = result.flow("t").error
     assert error is not None and error.code == "REPLACE_USING_COLUMN_MISSING"
     assert "'t'" in str(error) and "region" in str(error) and "bad.py:4" in str(error)
+
+
+def test_a_replayed_batch_writes_nothing(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A micro-batch replayed after a crash (same query id and batch id) finds its commit: the same-sequence rows
+    it would append are not appended twice, on the first write and on a MERGE."""
+    from framework.runner.replace_using import replace_batch
+
+    path = str(tmp_path / "t")
+    schema = "region_id int, device_type string, event_type string, seq int"
+    first = spark.createDataFrame([(1, "a", "x", 1), (2, "b", "y", 1)], schema)
+    second = spark.createDataFrame([(1, "c", "z", 1)], schema)  # region 1 at the same sequence: appended
+    for batch_id, batch in ((0, first), (0, first), (1, second), (1, second)):
+        replace_batch(spark, path, batch, ("region_id",), "seq", txn=("query-1", batch_id))
+    rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    assert rows == [(1, "a", "x", 1), (1, "c", "z", 1), (2, "b", "y", 1)]
