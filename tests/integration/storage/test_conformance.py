@@ -171,7 +171,7 @@ def test_delta_spark_and_delta_rs_agree_on_every_version(spark: SparkSession, wr
         assert _comparable(ours) == _comparable(theirs), f"{name} version {version}: delta-spark and delta-rs differ"
 
 
-@pytest.mark.parametrize("name", ["events", "events_by_kind", "events_mapped", "scd2", "event_log"])
+@pytest.mark.parametrize("name", ["events_by_kind", "events_mapped", "scd2", "event_log"])
 def test_checkpoint_optimize_vacuum_merge_on_a_copy(spark: SparkSession, written: dict[str, Path], name: str,
                                                     tmp_path: Path) -> None:
     from deltalake import DeltaTable
