@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from framework import state_files
-from framework.delta_log import replay
+from framework import internals, state_files
+from framework.delta_log import has_commit, replay
 from framework.storage_url import is_local
 
 APP_ID = "medallion-materialized-view-refresh"
@@ -67,9 +67,20 @@ def state_folder(checkpoint: str) -> str:
 
 
 def last_refresh(view_path: str) -> int:
-    """The newest refresh number committed to the view (-1: none)."""
-    state = replay(view_path) if state_files.exists(view_path) else None
-    return -1 if state is None else state.transactions.get(APP_ID, -1)
+    """The newest refresh number committed to the view (-1: none): from the log replayed on the driver, else (an
+    object store's log, which the driver does not read) from Delta's snapshot. A wrong -1 would give the next
+    refresh a ``txn`` Delta has seen, and Delta would skip its write."""
+    if not state_files.exists(view_path):
+        return -1
+    state = replay(view_path)
+    if state is not None:
+        return state.transactions.get(APP_ID, -1)
+    if is_local(view_path) and not has_commit(view_path):
+        return -1
+    from pyspark.sql import SparkSession
+
+    found = internals.delta_snapshot(SparkSession.builder.getOrCreate(), view_path).transactions().get(APP_ID)
+    return int(found.get()) if found.isDefined() else -1
 
 
 def committed_state(view_path: str, folder: str) -> RefreshState | None:
