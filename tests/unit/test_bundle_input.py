@@ -24,7 +24,7 @@ variables:
     default: dev_catalog
   landing:
     description: where files land
-    default: /tmp/landing
+    default: landing_root
 targets:
   dev:
     default: true
@@ -73,7 +73,7 @@ def bundle(tmp_path: Path) -> Path:
 def test_a_pipeline_by_key_with_variables_and_the_default_target(bundle: Path) -> None:
     spec = load_spec(bundle, pipeline="facts")
     assert (spec.name, spec.catalog, spec.schema, spec.development) == ("facts-dev", "dev_catalog", "facts", True)
-    assert spec.configuration == {"landing": "/tmp/landing/facts", "kept": "${not_a_bundle_reference}"}
+    assert spec.configuration == {"landing": "landing_root/facts", "kept": "${not_a_bundle_reference}"}
     files = resolve_libraries(spec, PathMapper.from_spec(spec.paths, spec.root))
     assert files == [bundle.parent / "src" / "facts.py"]  # relative to resources/pipelines.yml
 
