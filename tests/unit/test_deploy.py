@@ -14,7 +14,9 @@ from framework.errors import SpecError
 from framework.spec import load_spec
 from tests.conftest import REPO_ROOT
 
-SCHEMA = REPO_ROOT.parent / "shared" / "reference" / "databricks_bundle_schema.json"
+# The JSON schema of databricks.yml, as `databricks bundle schema` prints it (Databricks CLI), kept in the repository
+# so that every run validates the bundles deploy writes.
+SCHEMA = REPO_ROOT / "tests" / "fixtures" / "databricks_bundle_schema.json"
 
 
 def test_sample_bundle_is_valid_against_the_bundle_schema(tmp_path: Path) -> None:
@@ -22,8 +24,7 @@ def test_sample_bundle_is_valid_against_the_bundle_schema(tmp_path: Path) -> Non
     prod = load_spec(REPO_ROOT / "conf" / "sample.yaml", env="prod")
     written = write_deployment(spec, tmp_path, prod)
     bundle = yaml.safe_load((tmp_path / "databricks.yml").read_text())
-    if SCHEMA.exists():  # shared/ sits beside the repository in CI and in development
-        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
     pipeline = bundle["resources"]["pipelines"]["sample_medallion"]
     paths = [lib["file"]["path"] for lib in pipeline["libraries"]]
     assert "${workspace.file_path}/pipelines/sample/bronze.py" in paths
@@ -86,8 +87,7 @@ def test_every_library_is_deployed_sql_files_and_sql_notebooks_included(tmp_path
     write_deployment(load_spec(spec_path), tmp_path / "deploy")
     bundle = yaml.safe_load((tmp_path / "deploy" / "databricks.yml").read_text())
     assert bundle["resources"]["pipelines"]["mixed"]["libraries"] == libraries
-    if SCHEMA.exists():
-        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
 
 
 def _spec_file(tmp_path: Path, body: str) -> Path:
@@ -103,8 +103,7 @@ def _bundle(tmp_path: Path, spec_path: Path, env: str | None = "prod") -> dict:
     prod = load_spec(spec_path, env=env) if env else None
     write_deployment(load_spec(spec_path), tmp_path / "deploy", prod)
     bundle = yaml.safe_load((tmp_path / "deploy" / "databricks.yml").read_text())
-    if SCHEMA.exists():
-        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
     return bundle
 
 
@@ -161,8 +160,6 @@ def test_continuous_pipelines_deploy_continuous_without_a_job(tmp_path: Path) ->
 
 def test_the_schema_rejects_what_the_spec_parser_rejects() -> None:
     """The checks in framework/spec.py mirror the bundle schema: a job without a URL or time zone is invalid."""
-    if not SCHEMA.exists():
-        pytest.skip("the bundle schema sits beside the repository")
     schema = json.loads(SCHEMA.read_text())
     base = {"resources": {"jobs": {"j": {"tasks": [{"task_key": "t", "pipeline_task": {"pipeline_id": "x"}}]}}}}
     for bad in ({"trigger": {"file_arrival": {}}}, {"schedule": {"quartz_cron_expression": "0 0 * * * ?"}},
@@ -177,8 +174,7 @@ def test_the_file_arrival_example_deploys_with_its_job(tmp_path: Path) -> None:
     spec_path = REPO_ROOT / "conf" / "file_arrival.yaml"
     write_deployment(load_spec(spec_path), tmp_path, load_spec(spec_path, env="prod"))
     bundle = yaml.safe_load((tmp_path / "databricks.yml").read_text())
-    if SCHEMA.exists():
-        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
     job = bundle["resources"]["jobs"]["file_arrival_job"]
     landing = bundle["resources"]["pipelines"]["file_arrival"]["configuration"]["file_arrival.landing"]
     assert job["trigger"]["file_arrival"]["url"] == landing  # the job watches the folder the pipeline loads
@@ -189,8 +185,7 @@ def test_a_database_source_pipeline_deploys_with_the_notebook_that_registers_the
     spec = load_spec(REPO_ROOT / "conf" / "db_watermark.yaml")
     write_deployment(spec, tmp_path)
     bundle = yaml.safe_load((tmp_path / "databricks.yml").read_text())
-    if SCHEMA.exists():
-        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
     pipeline = bundle["resources"]["pipelines"]["db_watermark"]
     assert pipeline["libraries"][0] == {"notebook": {"path": "${workspace.file_path}/framework/deploy/register_sources.py"}}
     assert pipeline["configuration"]["medallion.bundle_root"] == "${workspace.file_path}"
@@ -230,8 +225,7 @@ def test_a_user_repository_deploys_a_bundle_that_holds_everything_it_names(tmp_p
     out = tmp_path / "out"
     write_deployment(load_spec(spec_path), out, load_spec(spec_path, env="prod"))
     bundle = yaml.safe_load((out / "databricks.yml").read_text())
-    if SCHEMA.exists():
-        jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
     assert missing_paths(bundle, out) == [] and production_problems(bundle) == []
     library = bundle["resources"]["pipelines"]["orders"]["libraries"][0]["file"]["path"]
     assert library == "${workspace.file_path}/pipelines/orders/bronze.py"

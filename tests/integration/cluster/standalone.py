@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,36 +24,56 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: the sockets are held together, so no two calls of one set collide (one CI
+    run had a worker's web UI take the master's port, and the master's ``/json/`` answered with a worker page)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 @dataclass
 class StandaloneCluster:
     folder: Path
-    port: int = field(default_factory=free_port)
-    web_port: int = field(default_factory=free_port)
+    port: int = 0
+    web_port: int = 0
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not (self.port and self.web_port):
+            self.port, self.web_port = free_ports(2)
 
     @property
     def url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
 
     def state(self) -> dict[str, Any]:
-        """The master's JSON status page (workers, active and completed applications)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/json/", timeout=5) as response:
+        """The master's JSON status page (workers, active and completed applications), on the port the master's
+        log says its UI bound (Spark moves to the next port when the one asked for was taken meanwhile)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self._bound_web_port()}/json/", timeout=5) as response:
             return dict(json.load(response))
+
+    def _bound_web_port(self) -> int:
+        log = self.folder / "master.log"
+        found = re.search(r"Successfully started service 'MasterUI' on port (\d+)",
+                          log.read_text(errors="replace") if log.exists() else "")
+        return int(found.group(1)) if found else self.web_port
 
     def start(self, workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 90.0) -> None:
         self._spawn("master", [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port),
                                "--webui-port", str(self.web_port)])
+        worker_ports = [p for p in free_ports(workers + 2) if p not in (self.port, self.web_port)][:workers]
         for number in range(workers):
             work = self.folder / f"worker-{number}"
             work.mkdir(parents=True, exist_ok=True)
             self._spawn(f"worker-{number}", [WORKER_CLASS, self.url, "--host", "127.0.0.1", "--cores", str(cores),
                                              "--memory", memory, "--work-dir", str(work),
-                                             "--webui-port", str(free_port())])
+                                             "--webui-port", str(worker_ports[number])])
         self.wait(lambda s: s.get("aliveworkers") == workers, timeout, f"{workers} workers registered")
 
     def _spawn(self, name: str, argv: list[str]) -> None:
@@ -73,7 +94,7 @@ class StandaloneCluster:
                 last = self.state()
                 if ready(last):
                     return last
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or not the master's JSON page yet
                 pass
             time.sleep(0.5)
         raise TimeoutError(f"cluster: not {what} after {timeout:.0f} s: {last}")
