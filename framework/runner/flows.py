@@ -334,10 +334,15 @@ class FlowExecutor:
                                 code="ONCE_FLOW_NOT_BATCH")
         path = self.env.table_path(self.registry, self.target_key)
         created = not state_files.exists(path)
+        app_id = f"once-{generation_id(checkpoint)}"
+        if self._once_committed(path, app_id):  # killed after its commit, before the marker: done already
+            state_files.write_text(marker, datetime.now(UTC).isoformat())
+            result.status = "COMPLETED"
+            result.num_output_rows = 0
+            return
         out, observation = apply_expectations(df, self.expectations, dataset=self._dataset_name(),
                                               flow=self.flow.name, rescued_column=self._rescued_column())
         self._prepare_table(path, out)
-        app_id = f"once-{generation_id(checkpoint)}"
         writer = (out.write.format("delta").mode("append").option("mergeSchema", "true")
                   .option("txnAppId", app_id).option("txnVersion", "0").options(**self._delta_options()))
         if self.dataset is not None and self.dataset.partition_cols:
@@ -347,6 +352,13 @@ class FlowExecutor:
         state_files.write_text(marker, datetime.now(UTC).isoformat())
         self._record(result, dict(values), batches=1)
         self._apply_properties(path, created)
+
+    def _once_committed(self, path: str, app_id: str) -> bool:
+        """Whether the once flow's ``txn`` is in the target's log. Delta would skip the write as already
+        committed, and the flow would then wait forever for the Observation of a query that never ran."""
+        if not state_files.exists(f"{path.rstrip('/')}/_delta_log"):
+            return False
+        return bool(internals.delta_snapshot(self.env.spark, path).transactions().get(app_id).isDefined())
 
     def _run_streaming(self, result: FlowResult) -> None:
         df = self._conform(self._query())
