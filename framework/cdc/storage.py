@@ -186,8 +186,8 @@ def _snapshot(spark: SparkSession, path: str) -> Any:
 
 def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
     """The last ``txnVersion`` committed by ``app_id`` into the Delta table at ``path`` (from the log; a full
-    refresh's truncation keeps the table's transactions)."""
-    if not has_delta_log(path):
+    refresh's truncation keeps the table's transactions); local or on an object store."""
+    if not state_files.exists(f"{path.rstrip('/')}/_delta_log"):
         return None
     option = _snapshot(spark, path).transactions().get(app_id)
     return int(option.get()) if option.isDefined() else None

@@ -356,9 +356,9 @@ class FlowExecutor:
     def _once_committed(self, path: str, app_id: str) -> bool:
         """Whether the once flow's ``txn`` is in the target's log. Delta would skip the write as already
         committed, and the flow would then wait forever for the Observation of a query that never ran."""
-        if not state_files.exists(f"{path.rstrip('/')}/_delta_log"):
-            return False
-        return bool(internals.delta_snapshot(self.env.spark, path).transactions().get(app_id).isDefined())
+        from framework.cdc.storage import last_txn_version
+
+        return last_txn_version(self.env.spark, path, app_id) is not None
 
     def _run_streaming(self, result: FlowResult) -> None:
         df = self._conform(self._query())
