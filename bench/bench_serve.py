@@ -9,7 +9,12 @@ process (JVM start included), each an incremental update of that batch. Both sto
 through the server, untimed, and ``--warmup`` more incremental updates through it warm the server's JIT.
 Limit: the median warm incremental run <= 3 s (wall time of the CLI process).
 
-Run: ``.venv/bin/python -m bench.bench_serve [--runs N] [--warmup N] [--json FILE]``.
+``--first`` measures instead the first command a new server gets (issue 39): per run, a new server is started
+and left to finish its warm-up (``framework/serve/warmup.py``), then the sample's first update into empty
+storage is timed through it, against the same update in a fresh process (``MEDALLION_NO_SERVER=1``); a command
+sent the moment the server listens (it interrupts the warm-up) is timed too.
+
+Run: ``.venv/bin/python -m bench.bench_serve [--runs N] [--warmup N] [--first] [--json FILE]``.
 """
 
 from __future__ import annotations
@@ -63,11 +68,8 @@ def land(work: Path, batch: int) -> None:
     write_customer_changes(work / "landing" / "customers", batch)
 
 
-def main() -> None:
-    parser = common_args(__doc__ or "")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed warm incremental updates first")
-    args = parser.parse_args()
-    work = (args.workdir or Path(tempfile.mkdtemp(prefix="bench_serve_"))).resolve()
+def prepare(work: Path) -> None:
+    """The work folder: the sample spec with its landing folder and storage inside."""
     shutil.rmtree(work / "landing", ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     raw = yaml.safe_load((REPO / "conf" / "sample.yaml").read_text())
@@ -75,6 +77,59 @@ def main() -> None:
     raw.update({"root": str(REPO), "storage": str(work / "unused"),
                 "paths": {"dbfs:/mnt/landing": str(work / "landing")}})
     (work / "sample.yaml").write_text(yaml.safe_dump(raw))
+
+
+def wait_for_warm_up(work: Path, timeout: float = 600) -> str:
+    """Wait until the server's log has its warm-up line; return it."""
+    log, deadline = work / ".medallion" / "serve.log", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = [line for line in log.read_text().splitlines() if "warm-up " in line]
+        if lines:
+            return lines[-1]
+        time.sleep(0.5)
+    raise RuntimeError("the server did not finish its warm-up")
+
+
+def first_commands(work: Path, runs: int) -> list[str]:
+    """Per run: the first update through a new, warmed-up server; through a new server the moment it listens;
+    in a fresh process. Each into empty storage."""
+    land(work, 1)
+    times: dict[str, list[float]] = {"warmed": [], "at once": [], "cold": []}
+    for i in range(runs):
+        for side in times:
+            storage = str(work / f"first_{i}_{side.replace(' ', '_')}")
+            if side == "cold":
+                times[side].append(cli(work, "run", "sample.yaml", "--storage", storage, in_process=True))
+                continue
+            cli(work, "serve", "--idle-timeout", "1800")
+            try:
+                if side == "warmed":
+                    wait_for_warm_up(work)
+                times[side].append(cli(work, "run", "sample.yaml", "--storage", storage))
+            finally:
+                cli(work, "serve", "--stop")
+        print(f"  run {i + 1}/{runs}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items()),
+              file=sys.stderr, flush=True)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    return [f"[serve --first] {k}: {', '.join(f'{t:.2f}s' for t in v)} (median {medians[k]:.2f}s)"
+            for k, v in times.items()] + [
+        f"[serve --first] warm-up: {wait_for_warm_up(work)}",
+        f"[serve --first] first command after the warm-up / cold {medians['warmed'] / medians['cold']:.3f}; "
+        f"sent the moment the server listens / cold {medians['at once'] / medians['cold']:.3f}"]
+
+
+def main() -> None:
+    parser = common_args(__doc__ or "")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed warm incremental updates first")
+    parser.add_argument("--first", action="store_true", help="time the first command of new servers instead")
+    args = parser.parse_args()
+    work = (args.workdir or Path(tempfile.mkdtemp(prefix="bench_serve_"))).resolve()
+    prepare(work)
+    if args.first:
+        lines = [f"[serve --first] load average before: {os.getloadavg()}", *first_commands(work, args.runs),
+                 f"[serve --first] load average after: {os.getloadavg()}"]
+        print("\n".join(lines), flush=True)
+        return
     warm_storage, cold_storage = str(work / "warm_storage"), str(work / "cold_storage")
     for storage in (warm_storage, cold_storage):
         shutil.rmtree(storage, ignore_errors=True)

@@ -48,6 +48,8 @@ def _add_serve(sub: Any) -> None:
                        "validate, report and state use it (MEDALLION_NO_SERVER=1: in-process)")
     p.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
                    help="stop after this long without a command (default: 1800)")
+    p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                   help="do not run the two throw-away sample updates that warm the server up once it listens")
     action = p.add_mutually_exclusive_group()
     action.add_argument("--stop", action="store_true", help="stop the server")
     action.add_argument("--status", action="store_true", help="say whether the server runs (exit 1 if not)")
@@ -481,8 +483,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.foreground:
         from framework.serve.server import serve
 
-        return serve(paths, args.idle_timeout, run_in_process)
-    return control.start(paths, args.idle_timeout)
+        return serve(paths, args.idle_timeout, run_in_process, warm_up=args.warm_up)
+    return control.start(paths, args.idle_timeout, warm_up=args.warm_up)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from framework.errors import Problem, SpecError
 from framework.loader import resolve_libraries
 from framework.notebook import is_notebook_source
 from framework.paths import PathMapper
+from framework.secret_refs import credentials_in_clear
 from framework.sources.options import SOURCE_NAME
 from framework.spec import JobTrigger, PipelineSpec
 from framework.sql.split import is_sql_notebook
@@ -185,14 +186,32 @@ def _prod_job(spec: PipelineSpec, prod_spec: PipelineSpec) -> dict[str, Any] | N
     return job_settings(prod_spec, prod) if base is None else _trigger_settings(prod)
 
 
+def _refuse_credentials_in_clear(spec: PipelineSpec, prod_spec: PipelineSpec | None) -> None:
+    """A bundle never carries a credential in clear (``framework/secret_refs.py``): the configuration keys that
+    hold one are named, their values never shown.
+
+    Raises:
+        SpecError: ``BUNDLE_SECRET_IN_CLEAR``, one problem per key.
+    """
+    keys = sorted({key for s in (spec, prod_spec) if s is not None for key in credentials_in_clear(s.configuration)})
+    if keys:
+        raise SpecError(spec.source, [Problem(
+            "BUNDLE_SECRET_IN_CLEAR", f"configuration '{key}' holds a credential in clear, which the bundle would "
+            "carry to the workspace: write it as a secret reference, {{secrets/<scope>/<key>}} (Databricks reads "
+            "the secret; locally it is read as dbutils.secrets.get reads it), or read it in the pipeline's code "
+            "with dbutils.secrets.get", spec.source) for key in keys])
+
+
 def write_deployment(spec: PipelineSpec, out_dir: Path, prod_spec: PipelineSpec | None = None) -> list[Path]:
     """Write a self-contained bundle folder: ``databricks.yml``, a copy of what the pipeline needs, and
     ``<name>.pipeline.json`` (settings for the Pipelines API / UI JSON editor, for a Git folder of the repository).
 
     Raises:
         SpecError: ``BUNDLE_INVALID`` when the bundle would not pass ``databricks bundle validate`` (a path its
-            resources name is not in the folder, or a production target the CLI refuses).
+            resources name is not in the folder, or a production target the CLI refuses);
+            ``BUNDLE_SECRET_IN_CLEAR`` when the configuration holds a credential in clear.
     """
+    _refuse_credentials_in_clear(spec, prod_spec)
     out_dir.mkdir(parents=True, exist_ok=True)
     contents = bundle_contents(spec)
     copy_into(out_dir, contents)

@@ -18,7 +18,6 @@ a report, however they were given (the update registers the spec's before its fi
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -26,14 +25,13 @@ from typing import Any
 
 from framework import internals
 from framework.errors import KafkaError
+from framework.secret_refs import JAAS_ENTRY, JAAS_PASSWORD
 
 CHECK_TIMEOUT_MS = 10_000  # a read's kafka.default.api.timeout.ms, when it sets one, wins
 _PREFIX = "kafka."
 _AUTH_EXCEPTION = "org.apache.kafka.common.errors.AuthenticationException"
 _AUTHZ_EXCEPTION = "org.apache.kafka.common.errors.AuthorizationException"
 _TIMEOUT_EXCEPTIONS = ("org.apache.kafka.common.errors.TimeoutException", "java.util.concurrent.TimeoutException")
-_JAAS = re.compile(r"LoginModule\s+(required|requisite|sufficient|optional)\b")  # a JAAS entry's syntax
-_JAAS_PASSWORD = re.compile(r"""password\s*=\s*"([^"]*)\"""")
 # The servers of the Kafka reads and sinks checked last in this thread: a flow's query function and its
 # streaming query's failure are handled in the flow's own thread, so a Kafka failure of the running query
 # (brokers gone after the check) names the servers its flow was checked against
@@ -56,9 +54,9 @@ def register_kafka_secrets(options: Mapping[str, str]) -> None:
 
     for key, value in options.items():
         name = key.lower()
-        if name.endswith("sasl.jaas.config") or _JAAS.search(str(value or "")):
+        if name.endswith("sasl.jaas.config") or JAAS_ENTRY.search(str(value or "")):
             register_secret(value)
-            for password in _JAAS_PASSWORD.findall(value):
+            for password in JAAS_PASSWORD.findall(value):
                 if password:
                     register_secret(password)
         elif name.endswith(".password") and value:

@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from framework.dbutils import LocalSecrets
 from framework.errors import ObjectStoreError
 from framework.paths import PathMapper
 from framework.registry import Registry, normalize_name
+from framework.secret_refs import resolve_references
 from framework.settings import load_local_settings
 
 if TYPE_CHECKING:
@@ -38,8 +40,13 @@ class UpdateEnvironment:
 
     @classmethod
     def create(cls, spec: PipelineSpec, spark: SparkSession, update_id: str) -> UpdateEnvironment:
-        """The environment of update ``update_id`` of ``spec`` (``"validate"`` for a dry run)."""
-        configuration = dict(spec.configuration)
+        """The environment of update ``update_id`` of ``spec`` (``"validate"`` for a dry run); secret references
+        in the configuration (``{{secrets/<scope>/<key>}}``, ``framework/secret_refs.py``) read as their values.
+
+        Raises:
+            SecretNotFoundError: A referenced secret is not set locally.
+        """
+        configuration = resolve_references(spec.configuration, LocalSecrets(spec.root / ".secrets.env"))
         configuration.setdefault("pipelines.id", spec.pipeline_id)
         configuration["pipelines.updateId"] = update_id
         return cls(spark=spark, spec=spec, mapper=PathMapper.from_spec(spec.paths, spec.root), update_id=update_id,

@@ -18,9 +18,9 @@ START_TIMEOUT_S = 600.0  # a cold JVM start on a busy 2-core machine takes up to
 STOP_TIMEOUT_S = 60.0
 
 
-def start(paths: ServePaths, idle_timeout: float) -> int:
+def start(paths: ServePaths, idle_timeout: float, warm_up: bool = True) -> int:
     """Start a detached server for ``paths`` (new session, output to its log) unless one runs; replace a
-    crashed one. Prints where it listens.
+    crashed one. Prints where it listens. ``warm_up``: the server warms up (``framework/serve/warmup.py``).
 
     Returns:
         0 once the server listens (its SparkSession started), or if one was running already.
@@ -43,7 +43,8 @@ def start(paths: ServePaths, idle_timeout: float) -> int:
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "framework.cli", "serve", "--foreground", "--idle-timeout", str(idle_timeout)],
+            [sys.executable, "-m", "framework.cli", "serve", "--foreground", "--idle-timeout", str(idle_timeout),
+             *([] if warm_up else ["--no-warm-up"])],
             cwd=paths.repo, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
             start_new_session=True, env={k: v for k, v in os.environ.items() if k != "MEDALLION_NO_SERVER"})
     finally:

@@ -31,6 +31,7 @@ from framework.serve.errors import ProtocolError, ServeError
 from framework.serve.paths import ServePaths, ensure_private_folder
 from framework.serve.protocol import Frame, FrameReader, Kind, Request, encode_json
 from framework.serve.request import FrameSender, Handler, run_request
+from framework.serve.warmup import WarmUp
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,7 +59,7 @@ class _Job:
 class Server:
     """The server of one repository (see the module docstring); :meth:`run` serves until stopped or idle."""
 
-    def __init__(self, paths: ServePaths, idle_timeout: float, handler: Handler) -> None:
+    def __init__(self, paths: ServePaths, idle_timeout: float, handler: Handler, warm_up: bool = True) -> None:
         self.paths = paths
         self.idle_timeout = idle_timeout
         self.handler = handler
@@ -71,6 +72,7 @@ class Server:
         self.served = 0
         self.spark: SparkSession | None = None
         self.listener: socket.socket | None = None
+        self.warm_up = WarmUp(self._log) if warm_up else None
 
     def run(self) -> int:
         """Start the session, listen, serve until ``--stop``, SIGTERM or the idle timeout; returns 0.
@@ -93,6 +95,7 @@ class Server:
             acceptor = threading.Thread(target=self._accept_loop, name="medallion-serve-accept", daemon=True)
             acceptor.start()
             self._log(f"ready: listening on {self.paths.socket} (idle timeout {self.idle_timeout:g} s)")
+            self._warm(baseline)
             self._loop(baseline)
         except _Terminated:
             self._log("stopping: SIGTERM")
@@ -100,6 +103,19 @@ class Server:
             self._close(pid_file)
             signal.signal(signal.SIGTERM, previous)
         return 0
+
+    def _warm(self, baseline: Any) -> None:
+        """The warm-up updates (``framework/serve/warmup.py``), unless a command interrupts them."""
+        if self.warm_up is None or self.spark is None:
+            return
+        with suppress(KeyboardInterrupt):  # the interrupt landed as the warm-up was ending
+            self.warm_up.run(self.spark)
+        try:
+            baseline.restore()
+        except KeyboardInterrupt:
+            pass
+        except Exception as exc:
+            self._log(f"could not reset the session after the warm-up: {type(exc).__name__}: {exc}")
 
     def _loop(self, baseline: Any) -> None:
         last = time.monotonic()
@@ -252,6 +268,8 @@ class Server:
             from framework.runner.prewarm import cancel_warming
 
             cancel_warming(self.spark)
+        if self.warm_up is not None:
+            self.warm_up.interrupt()
         return job
 
     def _on_client(self, job: _Job, selector: selectors.BaseSelector) -> None:
@@ -313,15 +331,16 @@ class Server:
             stream.flush()
 
 
-def serve(paths: ServePaths, idle_timeout: float, handler: Handler) -> int:
-    """Run the server of ``paths`` in this process until it stops (``medallion serve --foreground``).
+def serve(paths: ServePaths, idle_timeout: float, handler: Handler, warm_up: bool = True) -> int:
+    """Run the server of ``paths`` in this process until it stops (``medallion serve --foreground``);
+    ``warm_up``: warm up once listening (``framework/serve/warmup.py``).
 
     Raises:
         ServeError: Another server runs for this repository, or the socket path is too long.
     """
     if probe(paths).state == "running":
         raise ServeError(f"a server already runs for {paths.repo} ({paths.socket})", code="SERVE_ALREADY_RUNNING")
-    return Server(paths, idle_timeout, handler).run()
+    return Server(paths, idle_timeout, handler, warm_up).run()
 
 
 def _terminate(signum: int, frame: Any) -> NoReturn:

@@ -15,6 +15,11 @@ Fixtures (registered by ``framework.testing.plugin``):
 - ``kafka_broker``: one broker for the whole test session;
 - ``kafka_topic``: a fresh topic (one partition) on it for one test.
 
+Besides its PLAINTEXT listener, every broker has a SASL_PLAINTEXT one (mechanism PLAIN) with one user,
+:data:`SASL_USER`, whose password is made for that broker (:attr:`KafkaBroker.sasl_password`, kept in its
+folder): what a pipeline with ``kafka.security.protocol`` / ``kafka.sasl.*`` options connects to
+(:meth:`KafkaBroker.sasl_options`).
+
 For local use: ``medallion kafka start`` / ``medallion kafka stop`` (``framework.testing.kafka_cli``).
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -38,7 +44,7 @@ from typing import Any
 import pytest
 
 from framework.errors import EnvironmentSetupError
-from framework.testing.postgres import free_port
+from framework.testing.postgres import free_ports
 
 KAFKA_VERSION = "4.3.1"
 # slf4j 1.x (what kafka_2.13 4.3 names) binds to log4j2 through this one, so the broker's log is written
@@ -58,6 +64,8 @@ appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = WARN
 rootLogger.appenderRef.file.ref = file
 """
+SASL_USER = "medallion"
+_PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
 def _cache_root() -> Path:
@@ -140,12 +148,29 @@ class KafkaBroker:
     port: int
     controller_port: int
     libs: Path
+    sasl_port: int = 0
+    sasl_password: str = field(default="", repr=False)
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def bootstrap_servers(self) -> str:
         """``host:port``, as ``kafka.bootstrap.servers`` takes it."""
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """``host:port`` of the SASL_PLAINTEXT listener."""
+        return f"127.0.0.1:{self.sasl_port}"
+
+    def sasl_jaas_config(self, password: str | None = None) -> str:
+        """The ``sasl.jaas.config`` of :data:`SASL_USER` (with another ``password``: one the broker refuses)."""
+        secret = self.sasl_password if password is None else password
+        return f'{_PLAIN} required username="{SASL_USER}" password="{secret}";'
+
+    def sasl_options(self, password: str | None = None) -> dict[str, str]:
+        """The ``kafka.*`` options of a read or sink through the SASL_PLAINTEXT listener."""
+        return {"kafka.bootstrap.servers": self.sasl_bootstrap_servers, "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.jaas.config": self.sasl_jaas_config(password)}
 
     @property
     def log_file(self) -> Path:
@@ -240,13 +265,17 @@ def _bytes(value: str | bytes | None) -> bytes | None:
 def _write_config(broker: KafkaBroker) -> None:
     data = broker.folder / "data"
     data.mkdir(parents=True, exist_ok=True)
+    sasl = f"SASL_PLAINTEXT://127.0.0.1:{broker.sasl_port}"
     lines = {
         "process.roles": "broker,controller", "node.id": "1",
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{broker.controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{broker.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{broker.controller_port},{sasl}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port},{sasl}",
         "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f'{_PLAIN} required user_{SASL_USER}="{broker.sasl_password}";',
         "log.dirs": str(data), "num.partitions": "1", "auto.create.topics.enable": "false",
         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "1",
         "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
@@ -294,6 +323,14 @@ def _tail(path: Path, size: int = 1500) -> str:
 def configured_ports(folder: Path) -> tuple[int, int] | None:
     """The broker and controller ports of a broker folder written before (its ``server.properties``), or None.
     A formatted KRaft log keeps its controller's address, so a restarted broker keeps both ports."""
+    settings = _configured(folder)
+    if settings is None or "PLAINTEXT" not in settings[0] or "CONTROLLER" not in settings[0]:
+        return None
+    return settings[0]["PLAINTEXT"], settings[0]["CONTROLLER"]
+
+
+def _configured(folder: Path) -> tuple[dict[str, int], str] | None:
+    """The listeners' ports (by name) and the SASL user's password of a folder's ``server.properties``."""
     try:
         lines = (folder / "server.properties").read_text().splitlines()
     except OSError:
@@ -301,20 +338,24 @@ def configured_ports(folder: Path) -> tuple[int, int] | None:
     listeners = next((line.partition("=")[2] for line in lines if line.startswith("listeners=")), "")
     ports = {name: int(address.rpartition(":")[2]) for name, _, address in
              (item.partition("://") for item in listeners.split(",") if "://" in item)}
-    if "PLAINTEXT" not in ports or "CONTROLLER" not in ports:
-        return None
-    return ports["PLAINTEXT"], ports["CONTROLLER"]
+    jaas = next((line for line in lines if line.startswith("listener.name.sasl_plaintext.")), "")
+    return ports, jaas.rpartition(f'user_{SASL_USER}="')[2].partition('"')[0]
 
 
 def start_broker(folder: Path | None = None, port: int | None = None) -> KafkaBroker:
     """Start a broker with its log folder in ``folder`` (a new temporary one by default) on ``port`` (a free
-    one by default; a folder used before keeps its ports), fetching the server's jars first if needed."""
+    one by default; a folder used before keeps its ports and SASL password), fetching the server's jars first
+    if needed."""
     libs = fetch_server()
     folder = folder or Path(tempfile.mkdtemp(prefix="medallion-kafka-"))
     folder.mkdir(parents=True, exist_ok=True)
-    known = configured_ports(folder) if (folder / "data" / "meta.properties").exists() else None
-    broker_port, controller_port = known or (port or free_port(), free_port())
-    return KafkaBroker(folder, broker_port, controller_port, libs).start()
+    known = _configured(folder) if (folder / "data" / "meta.properties").exists() else None
+    if known is not None and {"PLAINTEXT", "CONTROLLER"} <= known[0].keys():  # (a folder from before SASL: none)
+        ports, password = known
+        return KafkaBroker(folder, ports["PLAINTEXT"], ports["CONTROLLER"], libs, ports.get("SASL_PLAINTEXT", 0),
+                           password).start()
+    free = [p for p in free_ports(4) if p != port]
+    return KafkaBroker(folder, port or free[2], free[0], libs, free[1], secrets.token_urlsafe(18)).start()
 
 
 @pytest.fixture(scope="session")

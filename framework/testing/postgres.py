@@ -14,6 +14,7 @@ Fixtures (registered by ``framework.testing.plugin``):
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -55,9 +56,17 @@ def postgres_bin_dir() -> Path:
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports on 127.0.0.1: the sockets are held together, so no two of one set collide
+    (one CI run had a worker's web UI take the master's port when they were picked one at a time)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 @dataclass(frozen=True)

@@ -110,3 +110,30 @@ def test_failed_update_records_the_secret_redacted(project: Path, tmp_path: Path
     assert any(f"the API refused token {REDACTED} while the query was defined" in m for m in messages), messages
     assert SECRET not in json.dumps(events, default=str)
     assert leaks_in_files(storage) == []
+
+
+def test_a_secret_reference_in_the_configuration_is_read_as_the_secret(tmp_path: Path) -> None:
+    """``{{secrets/<scope>/<key>}}`` in the spec's configuration (``framework/secret_refs.py``): pipeline code
+    reads the secret's value with ``spark.conf.get``, the output shows it redacted, and the event log's
+    create_update keeps the reference as written."""
+    (tmp_path / "p.py").write_text(
+        "import dlt\n"
+        "token = spark.conf.get('api.token')\n"
+        "print('conf token', token)\n\n\n"
+        "@dlt.table\n"
+        "def token_length():\n"
+        "    return spark.range(1).selectExpr(f'{len(token)} AS n')\n")
+    (tmp_path / "spec.yaml").write_text(
+        "name: secret_refs\nschema: secret_refs\nlibraries: [{file: {path: p.py}}]\n"
+        "configuration: {api.token: '{{secrets/e2e_scope/api_token}}'}\n")
+    storage = tmp_path / "storage"
+    result = medallion("run", str(tmp_path / "spec.yaml"), "--storage", str(storage), "--no-report")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert f"conf token {REDACTED}" in output and SECRET not in output
+    rows = pq.read_table(next((storage / "tables" / "token_length").glob("*.parquet"))).to_pylist()
+    assert rows == [{"n": len(SECRET)}]
+    events = read_events(storage)
+    assert SECRET not in json.dumps(events, default=str)
+    created = [e for e in events if e["event_type"] == "create_update"]
+    assert "{{secrets/e2e_scope/api_token}}" in json.dumps(created, default=str)

@@ -102,6 +102,8 @@ def test_warm_server_runs_commands_as_in_process(repo: Path) -> None:
     assert pid is not None and pid_alive(pid)
     try:
         _same_output(repo)
+        # the first command came as the server was warming up: it interrupted the warm-up and did not wait for it
+        assert "warm-up interrupted by a command" in (repo / ".medallion" / "serve.log").read_text()
         _fresh_modules_errors_and_secrets(repo)
         _ctrl_c(repo)
     finally:
@@ -190,3 +192,34 @@ def test_crashed_server_is_replaced_and_an_idle_one_stops(repo: Path) -> None:
     assert not pid_alive(pid), "the server did not stop after its idle timeout"
     assert not paths.socket.exists() and not paths.pid.exists()
     assert "stopping: idle for 8 s" in (repo / ".medallion" / "serve.log").read_text()
+
+
+def test_warm_up_runs_two_sample_updates_and_leaves_nothing(repo: Path) -> None:
+    """Left alone, the server runs its two throw-away sample updates (``framework/serve/warmup.py``), removes
+    their folder and schema, and then serves a command as in-process; ``--no-warm-up`` leaves them out."""
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("medallion-warm-up-*"))
+    start(repo, "--idle-timeout", "900")
+    log = repo / ".medallion" / "serve.log"
+    deadline = time.monotonic() + 600
+    while "warm-up " not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    try:
+        assert re.search(r"warm-up done: 2 of 2 sample updates in [0-9.]+ s", log.read_text()), log.read_text()
+        assert set(Path(tempfile.gettempdir()).glob("medallion-warm-up-*")) == before
+        storage = repo / "storage"
+        warm_run = medallion(repo, "run", "sample.yaml", "--no-report")
+        assert warm_run.returncode == 0, warm_run.stderr
+        subprocess.run(["rm", "-rf", str(storage)], check=True)
+        cold_run = medallion(repo, "run", "sample.yaml", "--no-report", in_process=True)
+        assert masked(warm_run.stdout, storage) == masked(cold_run.stdout, storage)
+        assert "medallion_warm_up" not in warm_run.stdout + warm_run.stderr
+    finally:
+        medallion(repo, "serve", "--stop")
+    start(repo, "--idle-timeout", "900", "--no-warm-up")
+    try:
+        assert medallion(repo, "state", "sample.yaml").returncode == 0
+    finally:
+        medallion(repo, "serve", "--stop")
+    assert log.read_text().count("warm-up ") == 1

@@ -262,3 +262,37 @@ def test_the_bundle_checks_refuse_what_the_databricks_cli_refuses(tmp_path: Path
     assert missing_paths(bundle, tmp_path) == ["pipelines/gone.py", "framework/deploy/register_sources.py"]
     problems = production_problems(bundle)
     assert len(problems) == 2 and "development: true" in problems[0] and "root_path" in problems[1]
+
+
+def _kafka_spec(tmp_path: Path, jaas_password: str, truststore_password: str) -> Path:
+    (tmp_path / "p.py").write_text("import dlt\n")
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="svc" '
+            f'password="{jaas_password}";')
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "name": "kafka_creds", "libraries": [{"file": {"path": "p.py"}}],
+        "configuration": {"orders.jaas": jaas, "kafka.ssl.truststore.password": truststore_password,
+                          "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"}}))
+    return spec_path
+
+
+def test_deploy_refuses_credentials_in_clear_naming_the_keys_never_the_values(tmp_path: Path) -> None:
+    spec_path = _kafka_spec(tmp_path, "hunter2-jaas", "hunter2-trust")
+    with pytest.raises(SpecError) as info:
+        write_deployment(load_spec(spec_path), tmp_path / "out")
+    assert info.value.codes == ["BUNDLE_SECRET_IN_CLEAR", "BUNDLE_SECRET_IN_CLEAR"]
+    text = str(info.value)
+    assert "'kafka.ssl.truststore.password'" in text and "'orders.jaas'" in text
+    assert "{{secrets/<scope>/<key>}}" in text and "hunter2" not in text
+    assert not (tmp_path / "out" / "databricks.yml").exists()
+
+
+def test_secret_references_deploy_as_written(tmp_path: Path) -> None:
+    spec_path = _kafka_spec(tmp_path, "{{secrets/kafka/password}}", "{{secrets/kafka/truststore}}")
+    write_deployment(load_spec(spec_path), tmp_path / "out")
+    bundle = yaml.safe_load((tmp_path / "out" / "databricks.yml").read_text())
+    jsonschema.validate(bundle, json.loads(SCHEMA.read_text()))
+    configuration = bundle["resources"]["pipelines"]["kafka_creds"]["configuration"]
+    assert configuration["kafka.ssl.truststore.password"] == "{{secrets/kafka/truststore}}"
+    assert 'password="{{secrets/kafka/password}}";' in configuration["orders.jaas"]
+    assert configuration["kafka.security.protocol"] == "SASL_SSL"  # security options as they are

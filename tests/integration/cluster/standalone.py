@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -18,23 +17,11 @@ from typing import Any
 
 import pyspark
 
+from framework.testing.postgres import free_ports
+
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports: the sockets are held together, so no two calls of one set collide (one CI
-    run had a worker's web UI take the master's port, and the master's ``/json/`` answered with a worker page)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 @dataclass
