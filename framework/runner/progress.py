@@ -194,6 +194,7 @@ class EventLogListener(ProgressListener):
     @override
     def flow_retrying(self, flow: FlowEvent, reason: str, error: BaseException) -> None:
         self._flow(flow, "RETRYING", f"Flow '{flow.name}' is RETRYING: {reason}.", level="WARN")
+        self._events.commit_soon()  # a continuous run may commit nothing else while its source is down
 
     @override
     def flow_running(self, flow: FlowEvent, result: FlowResult) -> None:

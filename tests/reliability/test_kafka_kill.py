@@ -1,4 +1,6 @@
-"""kill -9 of an update while it reads Kafka, then a rerun: every record exactly once in bronze and silver.
+"""kill -9 of an update while it reads Kafka, then a rerun: every record exactly once in bronze and silver, and
+at least once in the topic a Kafka sink writes (Spark's Kafka sink is at-least-once on the wire: a batch killed
+after some of its records were sent sends them again when it runs again).
 
 The Kafka source's offsets of each micro-batch are in the flow's checkpoint (its offset log, written before the
 batch runs) and the Delta commit of the batch carries the query's id and batch id (``txn``): a batch killed before
@@ -44,17 +46,26 @@ def bronze():
 @dlt.table
 def silver():
     return dlt.read_stream("bronze").select("id", (F.col("id") * 2).alias("twice"))
+
+dlt.create_sink("out", format="kafka", options={"kafka.bootstrap.servers": spark.conf.get("servers"),
+                                                "topic": spark.conf.get("out_topic")})
+
+@dlt.append_flow(target="out")
+def publish():
+    return dlt.read_stream("silver").select(F.col("id").cast("string").alias("value"))
 """
 
 
-ROUNDS = ("bronze", "silver")  # the flow each round's kill aims at, 1 s after it printed "starting"
+ROUNDS = ("bronze", "silver", "publish")  # the flow each round's kill aims at, 1 s after it printed "starting"
 
 
 def test_killed_kafka_updates_lose_and_duplicate_nothing(spark: SparkSession, kafka_broker: KafkaBroker,
                                                          tmp_path: Path) -> None:
     topic = kafka_broker.create_topic("kill9_orders", partitions=2)
+    out_topic = kafka_broker.create_topic("kill9_out")
     spec_file = write_spec(tmp_path, {"p.py": PIPELINE}, name="kafka_kill9",
-                           configuration={"servers": kafka_broker.bootstrap_servers, "topic": topic})
+                           configuration={"servers": kafka_broker.bootstrap_servers, "topic": topic,
+                                          "out_topic": out_topic})
     spec = load_spec(spec_file)
     produced = 0
     killed_any = False
@@ -69,4 +80,7 @@ def test_killed_kafka_updates_lose_and_duplicate_nothing(spark: SparkSession, ka
         for table in ("bronze", "silver"):
             got = [r.id for r in spark.read.format("delta").load(str(spec.tables_dir / table)).collect()]
             assert sorted(got) == list(range(produced)), (table, len(got), len(set(got)), killed.output())
+        sent = [int(v) for _, v in kafka_broker.consume(out_topic) if v is not None]
+        assert set(sent) == set(range(produced)), (len(sent), len(set(sent)), killed.output())  # none lost
+        print(f"kill aimed at {target}: {len(sent) - len(set(sent))} records sent twice by the sink")
     assert killed_any, "no kill landed inside an update: this test checked nothing"

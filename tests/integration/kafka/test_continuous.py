@@ -64,3 +64,57 @@ def test_continuous_update_reads_new_records_and_reports_latency(spark: SparkSes
     print(f"Kafka -> silver latency at a 1 s trigger: {', '.join(f'{s:.1f}s' for s in latencies)}")
     assert run.result.succeeded, run.result.error or [f.error for f in run.result.flows]
     assert max(latencies) < 60
+
+
+RETRIED = """
+import dlt
+
+@dlt.table
+def bronze():
+    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", spark.conf.get("servers"))
+            .option("subscribe", spark.conf.get("topic")).option("startingOffsets", "earliest")
+            .option("kafka.default.api.timeout.ms", "3000").option("kafka.request.timeout.ms", "3000")
+            .option("fetchOffset.numRetries", "1").load()
+            .selectExpr("CAST(value AS STRING) AS value"))
+"""
+
+
+def test_continuous_retries_with_backoff_while_the_broker_is_down(spark: SparkSession, tmp_path: Path) -> None:
+    """The broker stops under a continuous run: the flow fails with a Kafka error and is retried with backoff
+    (RETRYING events) instead of ending the update; once the broker is back, records produced meanwhile arrive,
+    each once."""
+    from framework.testing.kafka import start_broker
+
+    broker = start_broker(tmp_path / "kafka")
+    topic = broker.create_topic("retried")
+    spec = make_pipeline(tmp_path, {"p.py": RETRIED}, {
+        "servers": broker.bootstrap_servers, "topic": topic, "pipelines.trigger.interval": "1 second",
+        "pipelines.maxFlowRetryAttempts": "30", "medallion.continuous.eventLogCommitSeconds": "1"})
+    bronze = spec.tables_dir / "bronze"
+
+    def values() -> list[str]:
+        return sorted(r.value for r in spark.read.format("delta").load(str(bronze)).collect()) \
+            if has_commit(bronze) else []
+
+    def retrying() -> list[str]:
+        if not has_commit(spec.events_dir):
+            return []
+        return [r.message for r in spark.read.format("delta").load(str(spec.events_dir)).where(
+            "event_type = 'flow_progress' AND origin.flow_name = 'bronze' AND message LIKE '%RETRYING%'").collect()]
+
+    try:
+        broker.produce(topic, ["a"])
+        with _Continuous(spec, spark) as run:
+            _wait_for(lambda: values() == ["a"])
+            broker.stop()
+            _wait_for(lambda: any("failed (KafkaError)" in m for m in retrying()), seconds=180)
+            broker = start_broker(tmp_path / "kafka")  # the same folder: the same ports and data
+            broker.produce(topic, ["b", "c"])
+            _wait_for(lambda: values() == ["a", "b", "c"], seconds=180)
+            assert run.worker.is_alive()
+        assert run.result.succeeded, run.result.error or [f.error for f in run.result.flows]
+        assert values() == ["a", "b", "c"]  # each once
+        messages = retrying()
+        assert any("retry 1 of 30 in 1s" in m for m in messages), messages
+    finally:
+        broker.stop()

@@ -34,7 +34,7 @@ SECURITY = {"kafka.bootstrap.servers": spark.conf.get("servers"),
 @dlt.table
 def events():
     return (spark.readStream.format("kafka").options(**SECURITY).option("subscribe", spark.conf.get("topic"))
-            .option("startingOffsets", "earliest").option("kafka.default.api.timeout.ms", "5000").load()
+            .option("startingOffsets", "earliest").load()
             .selectExpr("CAST(value AS STRING) AS value"))
 
 
