@@ -42,6 +42,11 @@ class PipelineError(Exception):
         self.message = message
         super().__init__(self.render())
 
+    def locate(self, file: str, line: int | None) -> None:
+        """Give an error raised without a place the place it came from (a query function's line)."""
+        self.file, self.line = file, line
+        self.args = (self.render(), *self.args[1:])
+
     def render(self) -> str:
         """The error's text, ``[CODE] file:line: message`` (the location only where known)."""
         where = ""

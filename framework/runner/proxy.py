@@ -137,7 +137,7 @@ class ReaderProxy:
         try:
             return reader.load(*args)
         except Exception as exc:
-            if _condition(exc) not in _CONNECTOR_MISSING:
+            if not _connector_missing(exc):
                 raise
             from framework.errors import ConnectorMissingError
 
@@ -183,6 +183,26 @@ class ReaderProxy:
     def orc(self, path: Any, **options: Any) -> DataFrame:
         """``spark.read.orc``: an ``orc`` format load."""
         return self._shortcut("orc", path, options)
+
+
+def _connector_missing(exc: BaseException) -> bool:
+    """Whether a reader's ``load`` failed because its data source is not on the class path: Spark's error class
+    says so, or (a streaming source Spark looks up by class name, e.g. ``kinesis``) the JVM cause chain holds a
+    ``ClassNotFoundException``."""
+    if _condition(exc) in _CONNECTOR_MISSING:
+        return True
+    throwable = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    try:
+        for _ in range(20):
+            if throwable is None:
+                return False
+            if str(throwable.getClass().getName()) == "java.lang.ClassNotFoundException":
+                return True
+            cause = throwable.getCause()
+            throwable = None if cause is None or cause.equals(throwable) else cause
+    except Exception:  # not a JVM throwable after all
+        return False
+    return False
 
 
 def _condition(exc: BaseException) -> str | None:

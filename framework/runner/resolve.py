@@ -12,7 +12,7 @@ from typing_extensions import override
 
 from framework.columns import declared_schema, with_computed_columns
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow, FlowKind
-from framework.errors import GraphError, PipelineError, Problem, RuleFileError
+from framework.errors import GraphError, PipelineError, Problem, ProblemsError, RuleFileError
 from framework.graph import NameResolver, PipelineGraph, Read, build_graph
 from framework.registry import Registry, normalize_name
 from framework.runner.query import call_query_function
@@ -105,7 +105,11 @@ class Resolver:
             self._resolve_output(key, flow)
         except _Unresolvable:
             self.streaming.setdefault(key, False)
-        except PipelineError:
+        except PipelineError as exc:
+            if exc.file is None and not isinstance(exc, ProblemsError):  # e.g. a connector missing: its line
+                from framework.failures import user_frame
+
+                exc.locate(*(user_frame(exc) or (flow.location.file, flow.location.line)))
             raise
         except Exception as exc:  # Spark's analysis of the user's query, reported with its place
             from framework.failures import headline, user_frame

@@ -404,8 +404,9 @@ def test_a_stream_without_its_connector_says_how_to_add_it(spark: SparkSession, 
     result, output = _run(spec, spark)
     assert not result.succeeded
     message = str(result.error)
-    assert "kinesis" in message and "p.py:6" in message, message  # the source and the line (the connector
-    # hint, DATA_SOURCE_NOT_FOUND, is given only where the failure comes after analysis: see the closing note)
+    assert "kinesis" in message and "p.py:6" in message, message  # the source and the line
+    assert result.error is not None and result.error.code == "DATA_SOURCE_NOT_FOUND", message
+    assert "spark.jars.packages" in message, message  # how to add it
     assert "batch DataFrame" not in output
     assert not _looks_like_a_table(spec.tables_dir / "other")
 
