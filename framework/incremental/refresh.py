@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from framework import state_files
-from framework.errors import NotIncrementalizableError
+from framework.errors import NotIncrementalizableError, PipelineError
 from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, analyze
 from framework.incremental.changes import Change, Snapshot, change_since, snapshot
 from framework.incremental.plan_json import analyzed_plan
@@ -96,9 +96,19 @@ class ViewRefresh:
         return self._full if self._full is not None else self.ex._query()
 
     def before_commit(self, technique: str | None = None) -> None:
-        """Write the refresh record the next commit's ``txn`` will point to (nothing for FULL)."""
+        """Write the refresh record the next commit's ``txn`` will point to (nothing for FULL).
+
+        Raises:
+            PipelineError: ``MV_REFRESH_ALREADY_COMMITTED``: the view's log holds this refresh's ``txn`` already
+                (another writer refreshed the view since it was planned). Delta would skip the write as done,
+                and the flow would wait forever for the metrics of a query that never ran.
+        """
         if self.txn is None or self.analysis is None:
             return
+        if last_refresh(self.path) >= self.txn[1]:
+            raise PipelineError(f"materialized view '{self.ex._dataset_name()}' was refreshed by another writer "
+                                f"while this update planned refresh {self.txn[1]}; run the update again",
+                                code="MV_REFRESH_ALREADY_COMMITTED")
         inputs = {p: SeenInput(s.version, s.table_id) for p, s in self.snapshots.items()}
         chosen = technique or (self.plan.chosen if self.plan is not None else "COMPLETE_RECOMPUTE")
         write_state(self.folder, RefreshState(self.txn[1], self.analysis.fingerprint, chosen, inputs,

@@ -104,3 +104,35 @@ def test_strict_fails_with_the_reason(spark, tmp_path: Path) -> None:
         error = error.__cause__
     assert error is not None, failed.error
     assert error.dataset == "averages" and ("AGGREGATE_NOT_SUPPORTED" in {kind for kind, _ in error.issues})
+
+
+def test_a_refresh_whose_txn_another_writer_committed_fails_instead_of_waiting(spark, tmp_path: Path,
+                                                                                monkeypatch) -> None:
+    """Another writer refreshes the view between this refresh's planning and its commit (simulated: the planning
+    reads the view's last refresh one lower than the log holds). Delta would skip the write as done and the flow
+    would wait forever for its expectation metrics: it fails, naming the view, and the view is left as it was."""
+    import threading
+
+    from framework.incremental import refresh as refresh_module
+
+    kit = Kit(tmp_path, VIEWS, {"views.py": VIEWS})
+    kit.land([{"id": 1, "k": "a", "v": 3}, {"id": 2, "k": "b", "v": 4}])
+    assert kit.run().succeeded
+    before = rows(spark, kit.table("big"))
+    real, calls = refresh_module.last_refresh, []
+
+    def stale_at_planning(path: str) -> int:
+        calls.append(path)
+        return real(path) - (1 if len([c for c in calls if c == path]) == 1 else 0)
+
+    monkeypatch.setattr(refresh_module, "last_refresh", stale_at_planning)
+    kit.land([{"id": 3, "k": "a", "v": 9}])
+    box: dict = {}
+    worker = threading.Thread(target=lambda: box.update(result=kit.run()), daemon=True)
+    worker.start()
+    worker.join(300)
+    assert not worker.is_alive(), "the refresh waited for a write Delta skipped"
+    result = box["result"]
+    errors = [f.error for f in result.flows if f.error is not None]
+    assert any(e.code == "MV_REFRESH_ALREADY_COMMITTED" and "'big'" in str(e) for e in errors), errors
+    assert rows(spark, kit.table("big")) == before
