@@ -39,19 +39,32 @@ class UpdateEnvironment:
     small_input_bytes: int = 0  # small_updates.max_input_bytes of conf/spark.yaml (small views: small_results.py)
 
     @classmethod
-    def create(cls, spec: PipelineSpec, spark: SparkSession, update_id: str) -> UpdateEnvironment:
-        """The environment of update ``update_id`` of ``spec`` (``"validate"`` for a dry run); secret references
-        in the configuration (``{{secrets/<scope>/<key>}}``, ``framework/secret_refs.py``) read as their values.
+    def create(cls, spec: PipelineSpec, spark: SparkSession, update_id: str, *,
+               read_secrets: bool = True) -> UpdateEnvironment:
+        """The environment of update ``update_id`` of ``spec`` (``"validate"`` for a dry run); with
+        ``read_secrets``, :meth:`read_secrets` too (an update calls it once its event log is open).
 
         Raises:
             SecretNotFoundError: A referenced secret is not set locally.
         """
-        configuration = resolve_references(spec.configuration, LocalSecrets(spec.root / ".secrets.env"))
+        configuration = dict(spec.configuration)
         configuration.setdefault("pipelines.id", spec.pipeline_id)
         configuration["pipelines.updateId"] = update_id
-        return cls(spark=spark, spec=spec, mapper=PathMapper.from_spec(spec.paths, spec.root), update_id=update_id,
-                   update_time=datetime.now(UTC).replace(tzinfo=None), configuration=configuration,
-                   small_input_bytes=load_local_settings().small_updates.max_input_bytes)
+        env = cls(spark=spark, spec=spec, mapper=PathMapper.from_spec(spec.paths, spec.root), update_id=update_id,
+                  update_time=datetime.now(UTC).replace(tzinfo=None), configuration=configuration,
+                  small_input_bytes=load_local_settings().small_updates.max_input_bytes)
+        if read_secrets:
+            env.read_secrets()
+        return env
+
+    def read_secrets(self) -> None:
+        """Secret references in the configuration (``{{secrets/<scope>/<key>}}``, ``framework/secret_refs.py``)
+        read as their values, as ``dbutils.secrets.get`` reads them (and registered for redaction).
+
+        Raises:
+            SecretNotFoundError: A referenced secret is not set locally.
+        """
+        self.configuration.update(resolve_references(self.configuration, LocalSecrets(self.spec.root / ".secrets.env")))
 
     def map_path(self, path: str) -> str:
         """A Databricks path (``dbfs:/``, ``/Volumes/``, ...) as the local path the spec maps it to."""

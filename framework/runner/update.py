@@ -87,7 +87,7 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
     if isinstance(spec.storage, Path):  # an object store's folders need no creating
         spec.storage.mkdir(parents=True, exist_ok=True)
     with update_lock(spec.storage, update_id):
-        env = UpdateEnvironment.create(spec, spark or get_or_create_session(), update_id)
+        env = UpdateEnvironment.create(spec, spark or get_or_create_session(), update_id, read_secrets=False)
         check_object_store(env.spark, spec)  # before the event log's first commit and any flow
         register_kafka_secrets({**spec.configuration, **spec.spark_conf})  # JAAS entries, *.password
         events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
@@ -145,6 +145,7 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         "refresh_selection": list(options.refresh_selection or []),
         "reset_checkpoint_selection": list(options.reset_checkpoint_selection or []),
         "config": dict(spec.configuration), "development": spec.development})
+    env.read_secrets()  # a secret that is not set fails the update here, with its event log and summary
     prepare_session(env)
     router = ReadRouter(env)
     proxy = SessionProxy(router)

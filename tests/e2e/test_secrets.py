@@ -137,3 +137,18 @@ def test_a_secret_reference_in_the_configuration_is_read_as_the_secret(tmp_path:
     assert SECRET not in json.dumps(events, default=str)
     created = [e for e in events if e["event_type"] == "create_update"]
     assert "{{secrets/e2e_scope/api_token}}" in json.dumps(created, default=str)
+
+
+def test_a_secret_reference_not_set_locally_fails_the_update_with_its_summary(tmp_path: Path) -> None:
+    (tmp_path / "p.py").write_text("import dlt\n\n\n@dlt.table\ndef t():\n    return spark.range(1)\n")
+    (tmp_path / "spec.yaml").write_text("name: secret_missing\nschema: secret_missing\n"
+                                        "libraries: [{file: {path: p.py}}]\n"
+                                        "configuration: {api.token: '{{secrets/absent_scope/key}}'}\n")
+    storage = tmp_path / "storage"
+    result = medallion("run", str(tmp_path / "spec.yaml"), "--storage", str(storage), "--no-report")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAILED" in result.stdout and "SECRET_NOT_FOUND" in result.stdout + result.stderr
+    assert "DATABRICKS_SECRET_ABSENT_SCOPE_KEY" in result.stdout + result.stderr  # how to set it
+    assert "Traceback" not in result.stdout + result.stderr
+    failed = [e for e in read_events(storage) if e["event_type"] == "update_progress" and e["level"] == "ERROR"]
+    assert len(failed) == 1
