@@ -282,13 +282,28 @@ def _check_targets(registry: Registry, streaming: Mapping[str, bool], kinds: Map
                     dataset.location.file, "add an @append_flow or dlt.apply_changes(...) with this target",
                     f"add a CREATE FLOW ... AS INSERT INTO {dataset.name} BY NAME ... or an APPLY CHANGES INTO "
                     f"{dataset.name} ..."), dataset.location.file, dataset.location.line))
-        cdc = [f for f in registry.flows_into(key) if f.kind in (FlowKind.AUTO_CDC, FlowKind.AUTO_CDC_SNAPSHOT)]
-        others = [f for f in registry.flows_into(key) if f not in cdc]
-        if cdc and others:
-            problems.append(Problem(
-                "MIXED_FLOWS", f"'{dataset.name}' mixes APPLY CHANGES flows with other flows "
-                f"({', '.join(f.name for f in others)}); an APPLY CHANGES target only takes CDC flows",
-                dataset.location.file, dataset.location.line))
+        _check_mixed_flows(registry, key, problems)
+
+
+def _check_mixed_flows(registry: Registry, key: str, problems: list[Problem]) -> None:
+    """An APPLY CHANGES target takes only CDC flows, and not both kinds: Databricks' reference says a streaming
+    table cannot be the target of both ``create_auto_cdc_from_snapshot_flow()`` and ``create_auto_cdc_flow()``."""
+    dataset = registry.datasets[key]
+    flows = registry.flows_into(key)
+    cdc = [f for f in flows if f.kind in (FlowKind.AUTO_CDC, FlowKind.AUTO_CDC_SNAPSHOT)]
+    others = [f for f in flows if f not in cdc]
+    if cdc and others:
+        problems.append(Problem(
+            "MIXED_FLOWS", f"'{dataset.name}' mixes APPLY CHANGES flows with other flows "
+            f"({', '.join(f.name for f in others)}); an APPLY CHANGES target only takes CDC flows",
+            dataset.location.file, dataset.location.line))
+    snapshots = [f.name for f in cdc if f.kind is FlowKind.AUTO_CDC_SNAPSHOT]
+    changes = [f.name for f in cdc if f.kind is FlowKind.AUTO_CDC]
+    if snapshots and changes:
+        problems.append(Problem(
+            "MIXED_CDC_FLOWS", f"'{dataset.name}' is the target of AUTO CDC FROM SNAPSHOT ({', '.join(snapshots)}) "
+            f"and of AUTO CDC ({', '.join(changes)}), which Databricks does not allow: give each its own target "
+            "and combine them downstream", dataset.location.file, dataset.location.line))
 
 
 def _topological_order(registry: Registry, inputs: Mapping[str, list[str]], problems: list[Problem]

@@ -221,6 +221,18 @@ def test_apply_changes_target_mixed_with_append_flows(reg) -> None:
     assert "(extra)" in by_code(err, "MIXED_FLOWS")[0].message
 
 
+def test_one_target_of_snapshot_and_change_flows_is_refused_as_databricks_does(reg) -> None:
+    dlt.create_streaming_table("dim")
+    view("changes")
+    view("snapshot")
+    dlt.create_auto_cdc_flow(target="dim", source="changes", keys=["id"], sequence_by="ts", name="from_changes")
+    dlt.create_auto_cdc_from_snapshot_flow(target="dim", source="snapshot", keys=["id"])
+    err = graph_problems(reg, {})
+    [problem] = by_code(err, "MIXED_CDC_FLOWS")
+    assert "'dim'" in problem.message and "from_changes" in problem.message
+    assert problem.file == THIS_FILE and not by_code(err, "MIXED_FLOWS")
+
+
 def test_sink_rules(reg) -> None:
     dp.create_sink("out", "delta", {"path": "/tmp/out"})
     dlt.create_streaming_table("src")
