@@ -8,6 +8,7 @@ import difflib
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from framework.declarations import DatasetKind, Flow, FlowKind
@@ -72,16 +73,25 @@ class NameResolver:
     catalog: str | None = None
 
     def internal(self, name: str) -> str | None:
-        """The pipeline dataset ``name`` refers to, or None if it is external."""
+        """The pipeline dataset ``name`` refers to, or None if it is external. A dataset declared with a schema
+        (``sales.orders``) or a catalog too is found by any name that means the same table."""
         parts = split_name(name.strip())
-        if (len(parts) == 2 and parts[0].upper() == "LIVE") or (len(parts) == 2 and parts[0].lower() == self.schema.lower()):
+        if len(parts) == 2 and parts[0].upper() == "LIVE":
             parts = parts[1:]
-        elif len(parts) == 3 and parts[1].lower() == self.schema.lower() and (
-                parts[0].lower() in {(self.catalog or "").lower(), "hive_metastore", "spark_catalog"}):
-            parts = parts[2:]
-        if len(parts) == 1 and normalize_name(parts[0]) in self.datasets:
-            return normalize_name(parts[0])
-        return None
+        return self._by_table.get(self._table(parts))
+
+    @cached_property
+    def _by_table(self) -> dict[tuple[str, ...], str]:
+        return {self._table(split_name(key)): key for key in self.datasets}
+
+    def _table(self, parts: list[str]) -> tuple[str, ...]:
+        """The parts of a name that tell tables apart: the default catalog and schema left out."""
+        parts = [normalize_name(p) for p in parts]
+        if len(parts) == 3 and parts[0] in {(self.catalog or "").lower(), "hive_metastore", "spark_catalog"}:
+            parts = parts[1:]
+        if len(parts) == 2 and parts[0] == self.schema.lower():
+            parts = parts[1:]
+        return tuple(parts)
 
     @staticmethod
     def is_live(name: str) -> bool:

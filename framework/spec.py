@@ -108,6 +108,7 @@ class PipelineSpec:
     configuration: Mapping[str, str] = field(default_factory=dict)
     catalog: str | None = None
     schema: str = "default"
+    legacy_target: bool = False  # the schema came from the legacy `target`: Databricks' legacy publishing mode
     development: bool = True
     continuous: bool = False
     channel: str = "CURRENT"
@@ -329,7 +330,7 @@ def parse_spec(raw: Mapping[str, Any], *, source: str, default_root: Path, env: 
     return PipelineSpec(
         name=str(name), source=source, root=root, libraries=tuple(libraries), storage=storage,
         configuration=maps["configuration"], catalog=data.get("catalog"),
-        schema=str(data.get("schema") or data.get("target") or "default"),
+        schema=str(data.get("schema") or data.get("target") or "default"), legacy_target=bool(data.get("target")),
         development=bool(data.get("development", True)), continuous=bool(data.get("continuous", False)),
         channel=str(data.get("channel", "CURRENT")), edition=str(data.get("edition", "ADVANCED")),
         paths=maps["paths"], spark_conf=maps["spark_conf"], environment=env, pipeline_id=pipeline_id,

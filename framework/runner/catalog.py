@@ -1,4 +1,5 @@
-"""Publishing the pipeline's tables to the local catalog as ``<schema>.<name>``, so that
+"""Publishing the pipeline's tables to the local catalog as ``<schema>.<name>`` (a dataset named
+``schema.name`` or ``catalog.schema.name``: there, through the catalog's plugin, ``catalogs.py``), so that
 ``spark.read.table("<schema>.<name>")`` works after an update, as on Databricks."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.delta_log import has_commit
-from framework.runner.reads import local_table_name, quote_identifier, split_name
+from framework.runner.reads import catalog_table_name, quote_identifier, split_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,11 +41,24 @@ def catalog_name_ok(name: str) -> bool:
 
 @dataclass(frozen=True)
 class PublishedTable:
-    """A table to publish: ``schema.name`` at ``path``."""
+    """A table to publish: ``[catalog.]schema.name`` at ``path`` (no catalog: the session catalog)."""
 
     schema: str
     name: str
     path: str
+    catalog: str | None = None
+
+    @classmethod
+    def of(cls, dataset_name: str, path: str, *, schema: str, catalog: str | None) -> PublishedTable:
+        """Dataset ``dataset_name`` of a pipeline publishing to ``catalog.schema``: a name of two or three parts
+        says its own schema and catalog (Databricks' default publishing mode)."""
+        parts = split_name(dataset_name)
+        if len(parts) == 3:
+            same = catalog is not None and parts[0].lower() == catalog.lower()
+            return cls(parts[1], parts[2], path, None if same else parts[0])
+        if len(parts) == 2:
+            return cls(parts[0], parts[1], path)
+        return cls(schema, dataset_name, path)
 
 
 @dataclass
@@ -83,12 +97,15 @@ class CatalogPublisher:
 
     def _publish(self, table: PublishedTable) -> None:
         identifier = table_identifier(table.name)
-        name = local_table_name(f"{quote_identifier(table.schema)}.{quote_identifier(identifier)}")
+        schema = quote_identifier(table.schema)
+        if table.catalog is not None:
+            schema = catalog_table_name(self.spark, f"{quote_identifier(table.catalog)}.{schema}.x").rsplit(".", 1)[0]
+        name = f"{schema}.{quote_identifier(identifier)}"
         if self._registered.get(name) == table.path:
             return
-        if table.schema not in self._schemas:
-            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_identifier(table.schema)}")
-            self._schemas.add(table.schema)
+        if schema not in self._schemas:
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {schema}")
+            self._schemas.add(schema)
         if self.spark.catalog.tableExists(name):
             current = self._location(name)
             if current is None or Path(current.removeprefix("file:")).resolve() != Path(table.path).resolve():

@@ -65,6 +65,7 @@ class ReadRouter:
         self.env = env
         self.inputs = InputLog()  # what the query functions read (small updates)
         self.watched_paths: list[str] = []  # folders of file sources (for `medallion watch`)
+        self.live_names = False  # a query read a dataset as LIVE.x (deprecated in the default publishing mode)
         self._current: contextvars.ContextVar[FlowReader | None] = contextvars.ContextVar(
             "medallion_flow_reader", default=None)
 
@@ -89,7 +90,7 @@ class ReadRouter:
         reader = self._current.get()
         if reader is not None:
             return reader.table(name, streaming=streaming, options=options)
-        if not self.spark.catalog.tableExists(local_table_name(name)):
+        if not self.spark.catalog.tableExists(catalog_table_name(self.spark, name)):
             return self.current().table(name, streaming=streaming, options=options)  # raises NO_ACTIVE_FLOW
         return external_read(self.spark, name, streaming, options or {})
 
@@ -162,6 +163,7 @@ class FlowReader(ABC):
     def _read(self, name: str, *, streaming: bool, via_live: bool,
               options: Mapping[str, str] | None = None) -> DataFrame:
         self.reads.append(Read(name, streaming, via_live))
+        self.router.live_names |= via_live or NameResolver.is_live(name)
         internal = self.names.internal(name)
         if internal is None:
             if via_live:
@@ -300,7 +302,7 @@ class ExecuteReader(FlowReader):
 def external_read(spark: SparkSession, name: str, streaming: bool,
                   options: Mapping[str, str] = _NO_OPTIONS) -> DataFrame:
     """A table outside the pipeline, from the local catalog, with the reader's options."""
-    local = local_table_name(name)
+    local = catalog_table_name(spark, name)
     reader = spark.readStream if streaming else spark.read
     return reader.options(**options).table(local)
 
@@ -310,8 +312,20 @@ def quote_identifier(part: str) -> str:
     return "`" + part.replace("`", "``") + "`"
 
 
+def catalog_table_name(spark: SparkSession, name: str) -> str:
+    """``name`` as the session resolves it, each part quoted: a three-part name through its catalog's plugin
+    (registered here on first use, ``catalogs.py``); a catalog that is the session catalog under another name,
+    and any catalog without the framework's jar, as ``spark_catalog`` (which reads every kind of table)."""
+    from framework.runner.catalogs import SESSION_CATALOG, ensure_catalog, is_alias
+
+    parts = split_name(name)
+    if len(parts) == 3 and (not ensure_catalog(spark, parts[0]) or is_alias(spark, parts[0])):
+        parts = [SESSION_CATALOG, *parts[1:]]
+    return ".".join(quote_identifier(p) for p in parts)
+
+
 def local_table_name(name: str) -> str:
-    """Unity Catalog / Hive names → the local catalog (one catalog, ``spark_catalog``), each part quoted."""
+    """A name in the session catalog (``spark_catalog``, its catalog part replaced), each part quoted."""
     parts = split_name(name)
     if len(parts) == 3:
         parts = ["spark_catalog", *parts[1:]]

@@ -24,6 +24,7 @@ from framework.events import EventLog
 from framework.kafka.check import register_kafka_secrets
 from framework.loader import load_pipeline, pipeline_environment
 from framework.runner.catalog import CatalogPublisher, PublishedTable
+from framework.runner.catalogs import DEFAULT_PUBLISHING_MODE, publishing_mode
 from framework.runner.environment import UpdateEnvironment
 from framework.runner.execute import Execution, flow_events
 from framework.runner.lock import update_lock
@@ -144,7 +145,8 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         "full_refresh_selection": list(options.full_refresh_selection or []),
         "refresh_selection": list(options.refresh_selection or []),
         "reset_checkpoint_selection": list(options.reset_checkpoint_selection or []),
-        "config": dict(spec.configuration), "development": spec.development})
+        "config": dict(spec.configuration), "development": spec.development,
+        "effective_publishing_mode": publishing_mode(spec)})
     env.read_secrets()  # a secret that is not set fails the update here, with its event log and summary
     prepare_session(env)
     router = ReadRouter(env)
@@ -178,6 +180,9 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         refused = [] if _catalog_ends_here(env, options) else publish_tables(env, graph)
         note_written(env.table_path(loaded.registry, f.target) for f in result.flows
                      if f.status == "COMPLETED" and result.kinds.get(f.target) == "streaming_table")
+        if router.live_names and publishing_mode(spec) == DEFAULT_PUBLISHING_MODE:
+            listener.note("LIVE.<name> is the legacy publishing mode's virtual schema (deprecated by Databricks): "
+                          "in the default publishing mode name datasets directly, or as schema.name")
         if refused:
             names = ", ".join(f"'{t.name}' ({t.path})" for t in refused)
             listener.note(f"not registered in the local catalog (Spark's local catalog allows only letters, digits "
@@ -239,11 +244,14 @@ def _small_update(env: UpdateEnvironment, router: ReadRouter, graph: PipelineGra
 
 def prepare_session(env: UpdateEnvironment) -> None:
     """What pipeline code may read besides its own datasets: the framework's Spark Python data sources
-    (``jdbc_incremental``, once per session) and the spec's external ``tables``."""
+    (``jdbc_incremental``, once per session), the catalogs of the spec's ``catalog`` and of its three-part
+    table names (``catalogs.py``), and the spec's external ``tables``."""
+    from framework.runner.catalogs import ensure_catalogs
     from framework.sources import register_sources
     from framework.sources.external import register_external_tables
 
     spark = env.spark
+    ensure_catalogs(spark, env.spec, [t.name for t in env.spec.tables])
     if not getattr(spark, "_medallion_sources", False):
         register_sources(spark)
         spark._medallion_sources = True  # type: ignore[attr-defined]
@@ -259,11 +267,11 @@ def _catalog_ends_here(env: UpdateEnvironment, options: UpdateOptions) -> bool:
 
 
 def publish_tables(env: UpdateEnvironment, graph: PipelineGraph) -> list[PublishedTable]:
-    """Publish the pipeline's tables that have a commit to the local catalog as ``<schema>.<name>``; return
-    those whose name the local catalog refuses."""
-    registry = graph.registry
+    """Publish the pipeline's tables that have a commit to the local catalog as ``<schema>.<name>`` (or the
+    schema and catalog their name gives); return those whose name the local catalog refuses."""
+    registry, spec = graph.registry, env.spec
     return CatalogPublisher.for_session(env.spark).publish(
-        PublishedTable(env.spec.schema, dataset.name, env.table_path(registry, key))
+        PublishedTable.of(dataset.name, env.table_path(registry, key), schema=spec.schema, catalog=spec.catalog)
         for key, dataset in registry.datasets.items()
         if graph.kinds[key] is not DatasetKind.VIEW and not dataset.private)
 

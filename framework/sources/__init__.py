@@ -40,7 +40,7 @@ def register_sources(spark: SparkSession) -> None:
 
     from framework.sources.jdbc_incremental import JdbcIncrementalDataSource
 
-    if _framework_jar_loaded(spark):  # Spark would refuse the name only after listing every source it has:
+    if framework_jar_loaded(spark):  # Spark would refuse the name only after listing every source it has:
         return  # 0.9-1.0 s of a cold session's start
     try:
         spark.dataSource.register(JdbcIncrementalDataSource)
@@ -49,7 +49,7 @@ def register_sources(spark: SparkSession) -> None:
             raise
 
 
-def _framework_jar_loaded(spark: SparkSession) -> bool:
+def framework_jar_loaded(spark: SparkSession) -> bool:
     """Whether the session has the framework's jar, whose ``META-INF/services`` serve ``jdbc_incremental``."""
     from framework.settings import FRAMEWORK_JAR_PREFIX
 

@@ -91,6 +91,18 @@ def test_qualified_names_resolve_to_pipeline_datasets(reg, name) -> None:
     assert graph.inputs["report"] == ["orders"] and graph.external["report"] == []
 
 
+@pytest.mark.parametrize(("declared", "read", "found"), [
+    ("reporting.by_region", "reporting.by_region", True), ("reporting.by_region", "main.reporting.by_region", True),
+    ("reporting.by_region", "by_region", False), ("reporting.by_region", "other.reporting.by_region", False),
+    ("main.sales.orders", "orders", True), ("main.sales.orders", "sales.orders", True),
+    ("dev.marts.seen", "dev.marts.seen", True), ("dev.marts.seen", "marts.seen", False),
+    ("`odd.name`", "odd.name", False), ("`odd.name`", "`odd.name`", True)])
+def test_datasets_named_with_a_schema_or_catalog(declared, read, found) -> None:
+    """The default publishing mode: a dataset of another schema or catalog is read by any name of that table."""
+    resolver = NameResolver(frozenset({declared.lower()}), "sales", "main")
+    assert (resolver.internal(read) == declared.lower()) is found
+
+
 @pytest.mark.parametrize("name", ["other.orders", "other_catalog.sales.orders", "main.other.orders"])
 def test_other_schemas_are_external(reg, name) -> None:
     table("orders")
@@ -388,3 +400,16 @@ def test_basic_fixture_graph_end_to_end() -> None:
     graph = build_graph(loaded.registry, reads, streaming, schema=loaded.spec.schema)
     assert graph.order == ["raw_orders", "clean_orders", "gold_summary"]
     assert graph.layers == {"raw_orders": "bronze", "clean_orders": "silver", "gold_summary": "gold"}
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("orders", ("sales", "orders", None)), ("reporting.t", ("reporting", "t", None)),
+    ("main.reporting.t", ("reporting", "t", None)), ("dev.marts.t", ("marts", "t", "dev")),
+    ("`odd.name`", ("sales", "`odd.name`", None))])
+def test_published_names(name, expected) -> None:
+    """Where a dataset is published: its name's schema and catalog, else the spec's; the spec's catalog is the
+    session catalog under its name (no catalog of its own)."""
+    from framework.runner.catalog import PublishedTable
+
+    table = PublishedTable.of(name, "/p", schema="sales", catalog="main")
+    assert (table.schema, table.name, table.catalog) == expected

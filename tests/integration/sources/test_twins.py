@@ -116,8 +116,8 @@ def test_locally_the_jvm_twin_serves_the_name(spark: SparkSession) -> None:
 def test_with_the_framework_jar_the_python_source_is_not_offered_the_name(spark: SparkSession) -> None:
     # Spark would refuse it (DATA_SOURCE_ALREADY_EXISTS) only after listing every data source it has: about 1 s
     # of a cold session's start, so register_sources does not try
-    from framework.sources import _framework_jar_loaded, register_sources
+    from framework.sources import framework_jar_loaded, register_sources
 
-    assert _framework_jar_loaded(spark)
+    assert framework_jar_loaded(spark)
     register_sources(spark)
     test_locally_the_jvm_twin_serves_the_name(spark)
