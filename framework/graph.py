@@ -64,6 +64,16 @@ def _quoted_part(name: str, i: int) -> tuple[str, int]:
     return "".join(out), i  # unterminated: the rest is the name
 
 
+def relative_name(parts: list[str], catalog: str | None, schema: str) -> list[str]:
+    """``parts`` of a table name without the pipeline's default ``catalog`` and ``schema`` (case-insensitive;
+    ``hive_metastore`` and ``spark_catalog`` count as the default catalog)."""
+    if len(parts) == 3 and parts[0].lower() in {(catalog or "").lower(), "hive_metastore", "spark_catalog"}:
+        parts = parts[1:]
+    if len(parts) == 2 and parts[0].lower() == schema.lower():
+        parts = parts[1:]
+    return parts
+
+
 @dataclass(frozen=True)
 class NameResolver:
     """Resolves names as pipelines write them: bare, ``LIVE.x``, ``schema.x``, ``catalog.schema.x``."""
@@ -86,12 +96,7 @@ class NameResolver:
 
     def _table(self, parts: list[str]) -> tuple[str, ...]:
         """The parts of a name that tell tables apart: the default catalog and schema left out."""
-        parts = [normalize_name(p) for p in parts]
-        if len(parts) == 3 and parts[0] in {(self.catalog or "").lower(), "hive_metastore", "spark_catalog"}:
-            parts = parts[1:]
-        if len(parts) == 2 and parts[0] == self.schema.lower():
-            parts = parts[1:]
-        return tuple(parts)
+        return tuple(relative_name([normalize_name(p) for p in parts], self.catalog, self.schema))
 
     @staticmethod
     def is_live(name: str) -> bool:

@@ -177,7 +177,7 @@ def load_pipeline(spec: PipelineSpec, *, spark: Any = None, dbutils: Any = None)
     spark = spark if spark is not None else ConfOnlySpark(spec.configuration)
     dbutils = dbutils if dbutils is not None else LocalDbutils(mapper, spec.configuration,
                                                                spec.root / ".secrets.env")
-    registry = Registry()
+    registry = Registry(catalog=spec.catalog, schema=spec.schema)
     extra_paths = [str(spec.root), *sorted({str(f.parent) for f in files})]
     added = [p for p in extra_paths if p not in sys.path]
     sys.path[:0] = added

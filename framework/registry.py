@@ -24,6 +24,8 @@ class Registry:
     flows: dict[str, Flow] = field(default_factory=dict)
     sinks: dict[str, Sink] = field(default_factory=dict)
     event_hooks: list[EventHook] = field(default_factory=list)
+    catalog: str | None = None  # the pipeline's default catalog and schema (SQL's USE scope is relative to them)
+    schema: str = "default"
 
     def add_dataset(self, dataset: Dataset) -> None:
         """Register ``dataset``; datasets and sinks share one case-insensitive namespace."""

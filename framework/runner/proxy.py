@@ -246,14 +246,25 @@ class SessionProxy:
         """``spark.table``: a pipeline dataset through the active flow's reader, else the catalog's."""
         return self._router.table(name, streaming=False)
 
+    def dataset_key(self, name: str) -> str | None:
+        """The pipeline dataset ``name`` means for the flow being resolved or run (None: not one, or no flow)."""
+        reader = self._router.current_or_none()
+        return reader.names.internal(name) if reader is not None else None
+
     def sql(self, query: str, *args: Any, **kwargs: Any) -> DataFrame:
-        """SQL with ``LIVE.name`` references resolved to the pipeline's datasets."""
+        """SQL with ``LIVE.name`` references resolved to the pipeline's datasets; a query inside a query function
+        that names a pipeline dataset otherwise (``orders``, ``sales.orders``, ``main.sales.orders``) reads it as a
+        SQL pipeline's query does, through the flow's reader (never the table an earlier update published)."""
         reader = self._router.current_or_none()
         if reader is not None:
             def replace(match: re.Match[str]) -> str:
                 return reader.sql_reference(match.group(1))
 
             query = _LIVE_REF.sub(replace, query)
+            if not args and not kwargs and _reads_a_dataset(reader, self._router.spark, query):
+                from framework.sql.query import query_dataframe
+
+                return query_dataframe(query, spark=self)  # as a SQL pipeline's query: each read routed
         query = translate_databricks_sql(query)
         spark = self._router.spark
         for name in _relations(spark, query):
@@ -263,6 +274,17 @@ class SessionProxy:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._router.spark, name)
+
+
+def _reads_a_dataset(reader: Any, spark: SparkSession, query: str) -> bool:
+    """Whether ``query`` names a dataset of the pipeline (False when it does not parse: Spark then says why)."""
+    from framework.sql.query import parse_relations
+
+    try:
+        relations = parse_relations(spark, query)
+    except Exception:  # Spark's ParseException, reported by Spark's own sql() next
+        return False
+    return any(r.kind == "table" and reader.names.internal(r.name) is not None for r in relations)
 
 
 def _relations(spark: SparkSession, query: str) -> list[str]:

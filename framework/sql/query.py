@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -190,15 +190,19 @@ def _literal(expr: Any) -> str:
     return "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def query_dataframe(text: str) -> DataFrame:
-    """Run the SQL query ``text`` inside the active flow: its reads through the pipeline's ``spark``."""
-    spark = builtins.spark  # type: ignore[attr-defined]  # the runner's session proxy while a flow runs
+def query_dataframe(text: str, spark: Any = None, qualify: Callable[[str], str] | None = None) -> DataFrame:
+    """Run the SQL query ``text`` inside the active flow: its reads through the pipeline's ``spark`` (the
+    runner's session proxy: given, or the pipeline code's global while a flow runs); ``qualify`` names its
+    tables in the scope of a ``USE`` before the statement."""
+    spark = spark if spark is not None else builtins.spark  # type: ignore[attr-defined]
     text = bind_parameters(text, getattr(spark, "pipeline_parameters", None) or {})  # the spec's `parameters`
     relations = sorted(parse_relations(spark, text), key=lambda r: r.start, reverse=True)
     rewritten = text
     session = spark
     metadata = mentions_metadata(text)
     for relation in relations:
+        if qualify is not None and relation.kind == "table":
+            relation = dataclasses.replace(relation, name=_in_scope(spark, relation.name, qualify))
         view = f"__live_sql_{next(_COUNTER)}"
         df = _read(spark, relation)
         if metadata and relation.kind in ("read_files", "cloud_files", "files"):
@@ -210,6 +214,18 @@ def query_dataframe(text: str) -> DataFrame:
         rewritten = rewritten[:relation.start] + named + rewritten[relation.stop + 1:]
     result = session.sql(translate_databricks_sql(rewritten))
     return without_metadata(spark, translate_databricks_sql(text), result) if metadata else result
+
+
+def _in_scope(spark: Any, name: str, qualify: Callable[[str], str]) -> str:
+    """``name`` in the ``USE`` scope, unless it is ``LIVE.x`` or the pipeline's private dataset or temporary
+    view of that name (those belong to no schema)."""
+    if name.upper().startswith("LIVE."):
+        return name
+    qualified = qualify(name)
+    key = getattr(spark, "dataset_key", None)
+    if key is not None and key(qualified) is None and key(name) is not None:
+        return name
+    return qualified
 
 
 def _read(spark: Any, relation: Relation) -> DataFrame:

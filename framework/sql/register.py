@@ -7,6 +7,7 @@ runner resolves or executes it; nothing touches Spark while the library loads (`
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from framework.api import declare_auto_cdc_flow, declare_auto_cdc_from_snapshot_
 from framework.columns import ColumnClauseError, split_column_list
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow, FlowKind, SourceLocation
 from framework.errors import PipelineError, SqlError
+from framework.graph import relative_name, split_name
 from framework.registry import active_registry
 from framework.sql import envelope as env
 from framework.sql.tokens import IDENT, PUNCT, WORD, TokenizeError, tokenize
@@ -35,9 +37,37 @@ class _Library:
     """One SQL library being registered: its SET values apply to the statements that follow."""
 
     settings: dict[str, str] = field(default_factory=dict)
-    # USE CATALOG / USE SCHEMA: recorded; locally every dataset is published to the spec's catalog and schema
-    # (the default publishing mode's per-statement schemas are not implemented, README)
-    use: dict[str, str] = field(default_factory=dict)
+    scope: UseScope | None = None  # USE CATALOG / USE SCHEMA: where the statements after it name things
+
+
+@dataclass(frozen=True)
+class UseScope:
+    """The current catalog and schema of a SQL file after ``USE``: unqualified and partly qualified names of
+    the statements that follow resolve there, as on Databricks (``catalog`` None: the pipeline's)."""
+
+    catalog: str | None
+    schema: str
+
+    def after(self, use: env.UseStatement) -> UseScope:
+        """The scope after ``use``: ``USE CATALOG c`` resets the schema to ``default``; ``USE SCHEMA c.s`` sets
+        both."""
+        parts = split_name(use.name)
+        catalog, schema = (parts[-1], "default") if use.kind == "catalog" else \
+            (parts[0], parts[1]) if len(parts) == 2 else (self.catalog, parts[-1])
+        return dataclasses.replace(self, catalog=catalog, schema=schema)
+
+    default_catalog: str | None = None  # the pipeline's: names in it are written without it
+    default_schema: str = "default"
+
+    def qualify(self, name: str) -> str:
+        """``name`` (as ``_bare`` gives it) qualified by the scope, then relative to the pipeline's catalog and
+        schema (``main.sales.t`` in a pipeline publishing to ``main.sales`` is ``t``); three parts stay."""
+        parts = split_name(name)
+        if len(parts) == 1:
+            parts = [self.schema, *parts]
+        if len(parts) == 2 and self.catalog is not None:
+            parts = [self.catalog, *parts]
+        return ".".join(relative_name(parts, self.default_catalog, self.default_schema))
 
 
 def register_statements(statements: Sequence[Statement]) -> None:
@@ -58,7 +88,9 @@ def _register(statement: Statement, library: _Library) -> None:
             library.settings[parsed.key] = parsed.value
         return
     if isinstance(parsed, env.UseStatement):
-        library.use[parsed.kind] = parsed.name
+        registry = active_registry()
+        scope = library.scope or UseScope(None, registry.schema, registry.catalog, registry.schema)
+        library.scope = scope.after(parsed)
         return
     try:
         if isinstance(parsed, env.CreateDataset):
@@ -66,7 +98,7 @@ def _register(statement: Statement, library: _Library) -> None:
         elif isinstance(parsed, env.CreateFlow):
             _flow(statement, parsed, library)
         else:
-            _changes(statement, parsed.changes, flow_name=None, once=False)
+            _changes(statement, parsed.changes, flow_name=None, once=False, library=library)
     except PipelineError as exc:
         if exc.file is None:
             exc.file, exc.line = statement.file, statement.line
@@ -102,6 +134,11 @@ def _location(statement: Statement, offset: int = 0) -> SourceLocation:
     return SourceLocation(statement.file, statement.position(offset)[0] if statement.text else statement.line)
 
 
+def _scoped(name: str, library: _Library) -> str:
+    """A dataset or table name of a statement after ``USE``, qualified by its scope."""
+    return library.scope.qualify(name) if library.scope is not None else name
+
+
 def _bare(name: str) -> str:
     """A dataset name as declared: without ``LIVE.`` and backticks."""
     parts = name.split(".")
@@ -111,7 +148,7 @@ def _bare(name: str) -> str:
 
 
 def _dataset(statement: Statement, parsed: env.CreateDataset, library: _Library) -> None:
-    name = _bare(parsed.name)
+    name = _scoped(_bare(parsed.name), library) if not parsed.private else _bare(parsed.name)
     location = _location(statement)
     schema = ", ".join(parsed.columns) or None
     if schema is not None:
@@ -130,12 +167,13 @@ def _dataset(statement: Statement, parsed: env.CreateDataset, library: _Library)
     registry = active_registry()
     registry.add_dataset(dataset)
     if parsed.changes is not None:
-        _changes(statement, parsed.changes, flow_name=name, once=False, target=name)
+        _changes(statement, parsed.changes, flow_name=name, once=False, target=name, library=library)
     elif parsed.query is not None:
         kind = FlowKind.APPEND if parsed.flow_once or (parsed.kind == "streaming_table" and _is_flow(parsed)) \
             else FlowKind.QUERY
         registry.add_flow(Flow(name=name, target=name, kind=kind, location=location,
-                               query_function=query_function(statement, parsed.query, name), once=parsed.flow_once,
+                               query_function=query_function(statement, parsed.query, name, library.scope),
+                               once=parsed.flow_once,
                                spark_conf=dict(library.settings), comment=parsed.comment,
                                replace_where=parsed.replace_where.text if parsed.replace_where else None))
 
@@ -147,23 +185,26 @@ def _is_flow(parsed: env.CreateDataset) -> bool:
 
 def _flow(statement: Statement, parsed: env.CreateFlow, library: _Library) -> None:
     if parsed.changes is not None:
-        _changes(statement, parsed.changes, flow_name=parsed.name, once=False)
+        _changes(statement, parsed.changes, flow_name=parsed.name, once=False, library=library)
         return
     assert parsed.query is not None
+    target = _scoped(_bare(parsed.target), library)
     active_registry().add_flow(Flow(
-        name=parsed.name, target=_bare(parsed.target), kind=FlowKind.APPEND, location=_location(statement),
-        query_function=query_function(statement, parsed.query, _bare(parsed.target)), once=parsed.once,
+        name=parsed.name, target=target, kind=FlowKind.APPEND, location=_location(statement),
+        query_function=query_function(statement, parsed.query, target, library.scope), once=parsed.once,
         comment=parsed.comment, spark_conf=dict(library.settings),
         replace_where=parsed.replace_where.text if parsed.replace_where else None, replace_using=parsed.replace_using,
         sequence_by=_sequence(parsed.sequence_by.text) if parsed.sequence_by else None))
 
 
 def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str | None, once: bool,
-             target: str | None = None) -> None:
+             library: _Library, target: str | None = None) -> None:
+    target = target or _scoped(_bare(changes.target), library)
+    source = _scoped(_bare(changes.source), library)
     if changes.snapshot:
         declare_auto_cdc_from_snapshot_flow(
-            _location(statement, changes.offset), target=target or _bare(changes.target),
-            source=_bare(changes.source), keys=list(changes.keys), stored_as_scd_type=changes.scd_type,
+            _location(statement, changes.offset), target=target, source=source, keys=list(changes.keys),
+            stored_as_scd_type=changes.scd_type,
             flow_name=flow_name, track_history_column_list=changes.track_history,
             track_history_except_column_list=changes.track_history_except)
         return
@@ -179,8 +220,8 @@ def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str
         "ignore_null_updates_except_column_list": changes.ignore_null_updates_except_column_list,
         "columns_to_update": changes.columns_to_update,
     }
-    declare_auto_cdc_flow(_location(statement, changes.offset), target=target or _bare(changes.target),
-                          source=_bare(changes.source), keys=list(changes.keys),
+    declare_auto_cdc_flow(_location(statement, changes.offset), target=target, source=source,
+                          keys=list(changes.keys),
                           sequence_by=_sequence(changes.sequence_by.text), flow_name=flow_name,
                           once=once or changes.once,
                           stored_as_scd_type=changes.scd_type, **arguments)
@@ -196,14 +237,16 @@ def _sequence(text: str) -> Any:
     return F.expr(text)
 
 
-def query_function(statement: Statement, query: env.Fragment, dataset: str) -> Callable[[], DataFrame]:
-    """The query function of a SQL dataset or flow: runs the query, errors placed in the SQL file."""
+def query_function(statement: Statement, query: env.Fragment, dataset: str,
+                   scope: UseScope | None = None) -> Callable[[], DataFrame]:
+    """The query function of a SQL dataset or flow: runs the query (its table names in ``scope``, the ``USE``
+    before it), errors placed in the SQL file."""
 
     def run() -> DataFrame:
         from framework.sql.query import query_dataframe
 
         try:
-            return query_dataframe(query.text)
+            return query_dataframe(query.text, qualify=scope.qualify if scope is not None else None)
         except SqlError as exc:
             if exc.file is None:
                 raise _error(statement, exc.message, query.offset, exc.code, dataset) from None

@@ -105,3 +105,67 @@ def _create_update(spec: object) -> dict[str, object]:
     rows = log.where("event_type = 'create_update'").orderBy("timestamp").collect()
     details = json.loads(rows[-1]["details"])
     return dict(details["create_update"])
+
+
+PYTHON_SQL = """
+from pyspark import pipelines as dp
+
+@dp.materialized_view
+def orders():
+    return spark.createDataFrame([(1, {n}), (2, {n})], "id BIGINT, n BIGINT")
+
+@dp.materialized_view
+def bare():
+    return spark.sql("SELECT sum(n) AS total FROM orders")
+
+@dp.materialized_view
+def qualified():
+    return spark.sql("SELECT o.id, o.n FROM main.sales.orders o WHERE o.id = 1")
+"""
+
+
+def test_spark_sql_in_a_query_function_reads_the_pipeline_dataset(spark: SparkSession, tmp_path: Path) -> None:
+    """``spark.sql`` naming a dataset without ``LIVE.`` depends on it and reads this update's rows, not the table
+    the previous update published (which a plain catalog lookup would find)."""
+    (tmp_path / "pipeline").mkdir()
+    raw = {"name": "sql_reads", "libraries": [{"glob": {"include": "pipeline/**"}}], "storage": "storage",
+           "catalog": "main", "schema": "sales"}
+    spec = parse_spec(raw, source=str(tmp_path / "spec.yaml"), default_root=tmp_path)
+    for n in (1, 5):
+        (tmp_path / "pipeline" / "p.py").write_text(PYTHON_SQL.format(n=n))
+        result = run_update(spec, UpdateOptions(), spark=spark)
+        assert result.succeeded, result.error or [f.error for f in result.flows]
+        assert spark.read.table("sales.bare").collect()[0][0] == 2 * n
+        assert [tuple(r) for r in spark.read.table("main.sales.qualified").collect()] == [(1, n)]
+
+
+USE_SQL = """
+CREATE OR REFRESH MATERIALIZED VIEW base AS SELECT 1 AS x;
+USE SCHEMA reporting;
+CREATE OR REFRESH MATERIALIZED VIEW r1 AS SELECT x + 1 AS y FROM sales.base;
+CREATE OR REFRESH MATERIALIZED VIEW r2 AS SELECT y * 10 AS z FROM r1;
+CREATE TEMPORARY VIEW tv AS SELECT z FROM r2;
+CREATE OR REFRESH MATERIALIZED VIEW r3 AS SELECT * FROM tv;
+USE CATALOG dev;
+CREATE OR REFRESH MATERIALIZED VIEW d1 AS SELECT * FROM main.reporting.r3;
+USE SCHEMA dev.marts;
+CREATE OR REFRESH MATERIALIZED VIEW d2 AS SELECT z + 1 AS z FROM default.d1;
+"""
+
+
+def test_use_schema_and_use_catalog_scope_the_statements_after_them(spark: SparkSession, tmp_path: Path) -> None:
+    """As on Databricks: after ``USE SCHEMA s`` / ``USE CATALOG c`` (whose schema is ``default``) a statement's
+    unqualified names, declared and read, are in that schema; a temporary view belongs to no schema."""
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "use.sql").write_text(USE_SQL)
+    raw = {"name": "use_scope", "libraries": [{"glob": {"include": "pipeline/**"}}], "storage": "storage",
+           "catalog": "main", "schema": "sales"}
+    spec = parse_spec(raw, source=str(tmp_path / "spec.yaml"), default_root=tmp_path)
+    result = run_update(spec, UpdateOptions(), spark=spark)
+    assert result.succeeded, result.error or [f.error for f in result.flows]
+    assert sorted(f.target for f in result.flows) == ["base", "dev.default.d1", "dev.marts.d2", "reporting.r1",
+                                                      "reporting.r2", "reporting.r3", "tv"]
+    values = {name: spark.read.table(name).collect()[0][0] for name in
+              ("sales.base", "main.reporting.r1", "reporting.r2", "reporting.r3", "dev.default.d1", "dev.marts.d2")}
+    assert values == {"sales.base": 1, "main.reporting.r1": 2, "reporting.r2": 20, "reporting.r3": 20,
+                      "dev.default.d1": 20, "dev.marts.d2": 21}

@@ -36,12 +36,13 @@ CREATE TABLE legacy AS SELECT 1 AS id;
 
 def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     (tmp_path / "p.sql").write_text(textwrap.dedent(text))
-    spec = parse_spec({"name": "p", "libraries": [{"file": {"path": "p.sql"}}]},
+    spec = parse_spec({"name": "p", "libraries": [{"file": {"path": "p.sql"}}], "catalog": "main", "schema": "sales"},
                       source=str(tmp_path / "spec.yaml"), default_root=tmp_path)
     return load_pipeline(spec).registry
 
 
 def test_statements_register(tmp_path: Path) -> None:
+    """``USE CATALOG main; USE SCHEMA sales`` in a pipeline publishing to ``main.sales``: names stay bare."""
     registry = _load(tmp_path, SQL)
     kinds = {key: d.kind for key, d in registry.datasets.items()}
     assert kinds == {"recent": DatasetKind.STREAMING_TABLE, "big": DatasetKind.STREAMING_TABLE,
@@ -97,3 +98,22 @@ def test_spec_parameters(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         parse_spec({**base, "parameters": {"a b": "1"}}, source="s.yaml", default_root=tmp_path)
     assert info.value.codes == ["INVALID_VALUE"]
+
+
+def test_use_scopes_the_names_of_the_statements_after_it(tmp_path: Path) -> None:
+    """Names after ``USE`` are in its catalog and schema, written relative to the pipeline's ``main.sales``."""
+    registry = _load(tmp_path, """
+        CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;
+        USE SCHEMA reporting;
+        CREATE MATERIALIZED VIEW b AS SELECT * FROM a;
+        CREATE TEMPORARY VIEW v AS SELECT 1 AS x;
+        USE CATALOG dev;
+        CREATE MATERIALIZED VIEW c AS SELECT 1 AS x;
+        USE SCHEMA main.sales;
+        CREATE MATERIALIZED VIEW d AS SELECT 1 AS x;
+        USE main.other;
+        CREATE STREAMING TABLE e;
+        CREATE FLOW f AS AUTO CDC INTO e FROM STREAM(a) KEYS (x) SEQUENCE BY x;
+    """)
+    assert list(registry.datasets) == ["a", "reporting.b", "v", "dev.default.c", "d", "other.e"]
+    assert registry.flows["f"].target == "other.e"
