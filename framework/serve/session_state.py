@@ -10,6 +10,7 @@ update, as a Databricks workspace's catalog also outlives an update.
 
 from __future__ import annotations
 
+import gc
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
@@ -46,3 +47,4 @@ class SessionBaseline:
         for row in spark.sql("SHOW VIEWS").where("isTemporary").collect():
             spark.catalog.dropTempView(row["viewName"])
         spark.catalog.clearCache()
+        gc.collect()  # DataFrames in Python reference cycles keep their JVM plans alive until a full collection

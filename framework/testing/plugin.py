@@ -11,6 +11,7 @@ session is built lazily by the first test that asks for ``spark``. ``postgres`` 
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
 
 PIPELINE_MARKER = ("pipeline(spec_or_folder, **options): the pipeline the `pipeline_run` fixture runs, with "
                    "run_pipeline's options (inputs, tables, configuration, paths, env)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """After a test that used Spark, a full Python garbage collection. A DataFrame held in a Python reference
+    cycle keeps its JVM objects (plans included) alive until a full collection runs, and a long test session
+    runs few: after four updates of one CDC pipeline 230 Py4J objects were alive, 26 after ``gc.collect()``.
+    Meant against the driver's live heap rising for minutes from under 1 GB to 2-2.7 GB of its 3 GB during
+    tests/integration/cdc (measured), where a small broadcast once failed for want of memory."""
+    if "spark" in getattr(item, "fixturenames", ()):
+        gc.collect()
 
 
 def pytest_configure(config: pytest.Config) -> None:
