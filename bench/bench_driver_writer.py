@@ -1,4 +1,4 @@
-"""Issue 35's A/B: the framework's driver-side Delta writer (``framework.driver_delta``) against delta-rs
+"""Issue 35's A/B: the framework's driver-side Delta writer (``framework.storage.driver``) against delta-rs
 (``deltalake.write_deltalake``), the library its field maintains, on the writes the driver makes.
 
 Both append to tables that delta-spark created (the protocol and features the framework's tables have) on the
@@ -44,7 +44,7 @@ import sys, time
 import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 t = time.perf_counter()
-from framework.driver_delta import append_arrow
+from framework.storage.driver import append_arrow
 schema = StructType([StructField("id", LongType()), StructField("name", StringType())])
 data = pa.table({"id": pa.array(range(10), pa.int64()), "name": pa.array(["x"] * 10)})
 append_arrow(sys.argv[1], schema, data, txn=("cold", int(sys.argv[2])))
@@ -77,7 +77,7 @@ def _schema():  # type: ignore[no-untyped-def]
 
 
 def ours(path: str, rows: int, version: int) -> None:
-    from framework.driver_delta import append_arrow
+    from framework.storage.driver import append_arrow
 
     assert append_arrow(path, _schema(), _data(rows, version * rows), txn=(APP_ID, version)) is not None
 

@@ -295,7 +295,7 @@ def stored_schema(spark: SparkSession, path: str) -> StructType | None:
 
     from pyspark.sql.types import StructType
 
-    from framework.delta_log import has_commit, latest_metadata
+    from framework.storage.log import has_commit, latest_metadata
 
     if not has_commit(path):
         return None

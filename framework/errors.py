@@ -428,7 +428,7 @@ class ObjectStoreError(PipelineError):
     """An object store (``s3a://``) holding a pipeline's storage or files cannot be used, found before any flow
     runs: ``OBJECT_STORE_UNREACHABLE`` (no answer from the endpoint), ``OBJECT_STORE_ACCESS_DENIED`` (credentials
     refused), ``OBJECT_STORE_BUCKET_NOT_FOUND``, ``OBJECT_STORE_UNSAFE_COMMITS`` (a configuration under which
-    two drivers could commit to one table, see ``framework/storage_url.py``), ``OBJECT_STORE_UNSUPPORTED``.
+    two drivers could commit to one table, see ``framework/storage/url.py``), ``OBJECT_STORE_UNSUPPORTED``.
 
     Attributes:
         path: the path that could not be used.

@@ -6,7 +6,7 @@
 Events are written as the update runs: :meth:`EventLog.commit_soon` asks a background writer to append
 what is pending (the runner calls it when the update starts running and when each flow ends), so a killed
 update leaves its definitions and the progress of the flows that finished; :meth:`EventLog.close` appends the
-rest when the update ends. Each commit is written by the driver (``framework.driver_delta``: a Parquet file and a
+rest when the update ends. Each commit is written by the driver (``framework.storage.driver``: a Parquet file and a
 JSON commit, no Spark job), and Delta checkpoints the log every ``CHECKPOINT_EVERY`` commits.
 """
 
@@ -231,9 +231,9 @@ class EventLog:
 
 
 def _append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> None:
-    """One commit of ``events``: written by the driver (``framework.driver_delta``, milliseconds), or through
+    """One commit of ``events``: written by the driver (``framework.storage.driver``, milliseconds), or through
     Spark when the table needs Delta's own writer (a protocol or schema the driver's appender does not write)."""
-    from framework.driver_delta import NeedsSpark, append_rows
+    from framework.storage.driver import NeedsSpark, append_rows
 
     try:
         append_rows(path, event_log_schema(), events)
@@ -243,7 +243,7 @@ def _append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> Non
 
 def checkpoint_event_log(spark: SparkSession, path: str) -> None:
     """Let Delta checkpoint the event log when enough driver commits came since its last checkpoint."""
-    from framework.driver_delta import checkpoint_if_due
+    from framework.storage.driver import checkpoint_if_due
 
     if spark is not None:  # the unit tests' recorded logs have no session
         checkpoint_if_due(spark, path)

@@ -21,7 +21,7 @@ import yaml
 
 from framework.bundle_input import bundle_pipeline, is_bundle
 from framework.errors import PipelineError, Problem, SpecError
-from framework.storage_url import ObjectStoreUrl, StoragePath, is_object_store_url, storage_path
+from framework.storage.url import ObjectStoreUrl, StoragePath, is_object_store_url, storage_path
 
 LibraryKind = Literal["file", "notebook", "glob"]
 
@@ -104,7 +104,7 @@ class PipelineSpec:
     source: str
     root: Path
     libraries: tuple[Library, ...]
-    storage: StoragePath  # a local folder, or an object-store URL (framework/storage_url.py)
+    storage: StoragePath  # a local folder, or an object-store URL (framework/storage/url.py)
     configuration: Mapping[str, str] = field(default_factory=dict)
     catalog: str | None = None
     schema: str = "default"

@@ -10,7 +10,7 @@ from framework.autoloader.options import parse_options
 from framework.autoloader.paths import to_local
 from framework.autoloader.source import NATIVE_TYPED, load_cloud_files
 from framework.errors import AutoLoaderError, PipelineError
-from framework.storage_url import is_local
+from framework.storage.url import is_local
 
 __all__ = ["clean_source", "load_cloud_files", "reusable_source", "translate_stream_error"]
 

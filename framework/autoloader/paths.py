@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from framework.errors import AutoLoaderError
-from framework.storage_url import ObjectStoreUrl
+from framework.storage.url import ObjectStoreUrl
 
 
 def to_local(path: str) -> Path:

@@ -28,7 +28,7 @@ from framework.autoloader.paths import RemoteFile
 from framework.autoloader.schema_store import STATE_FILE, StoredSchema
 from framework.errors import AutoLoaderError
 from framework.rescued import note_rescued_column
-from framework.storage_url import ObjectStoreUrl
+from framework.storage.url import ObjectStoreUrl
 
 
 class HadoopFiles:

@@ -24,7 +24,7 @@ from framework.autoloader.schema_store import SchemaStore, StoredSchema
 from framework.errors import AutoLoaderError, UnknownFieldError
 from framework.internals import lookup_data_source
 from framework.rescued import note_rescued_column
-from framework.storage_url import is_local
+from framework.storage.url import is_local
 
 log = logging.getLogger(__name__)
 RESCUED_DEFAULT = "_rescued_data"

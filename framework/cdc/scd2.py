@@ -76,7 +76,7 @@ from framework.cdc.versions import (
     changes,
     changes_single_pass,
 )
-from framework.small_tables import row_bytes
+from framework.storage.plain import row_bytes
 
 
 class Scd2Applier:
@@ -191,7 +191,7 @@ class Scd2Applier:
     def _apply_small(self, all_changes: DataFrame, batch_id: int, app_id: str, version: int,
                      num_deletes: int) -> dict[str, Any] | None:
         """The same writes committed by the driver (``framework.cdc.small``); a MERGE when it must not."""
-        from framework.driver_delta import NeedsSpark
+        from framework.storage.driver import NeedsSpark
 
         data = all_changes.toArrow()
         self._append_state(data, all_changes.schema, batch_id, app_id, HISTORY)  # first: see _apply_spark

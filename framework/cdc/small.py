@@ -6,16 +6,16 @@ the MERGE's scan, write and deletion-vector jobs, its commit). When the target's
 ``small_updates.max_input_bytes`` (``conf/spark.yaml``; the runner passes it as ``TargetContext.small_bytes``),
 a batch instead:
 
-1. reads the target and the tombstones from their live Parquet files (``framework.small_tables``);
+1. reads the target and the tombstones from their live Parquet files (``framework.storage.plain``);
 2. computes the same changes as the MERGE path (``Scd2Applier``), collected as Arrow in one job;
 3. rebuilds the target's rows as the MERGE would leave them (rows of deleted or updated versions out, updated and
    inserted versions in: matched on the keys and ``__START_AT``, as the MERGE's condition) in one more job;
-4. commits them with the driver (``framework.driver_delta.overwrite_arrow``: one new file, every old one removed)
+4. commits them with the driver (``framework.storage.driver.overwrite_arrow``: one new file, every old one removed)
    with the batch's ``txn`` action, so that a replayed batch writes nothing, exactly as the MERGE's
    ``txnAppId``/``txnVersion``; the new upserts to keep (before the target) and tombstones (after it) are
    appended the same way.
 
-Only targets the driver may write qualify (see ``framework.driver_delta``: no partitions, column mapping,
+Only targets the driver may write qualify (see ``framework.storage.driver``: no partitions, column mapping,
 constraints or live deletion vectors), and not those that record a change data feed: a consumer of the feed
 must see a MERGE's updates, not every row deleted and inserted again. A target that grows past the limit goes
 back to the MERGE; both paths read and write the same ``txn`` actions.
@@ -39,8 +39,8 @@ def small_version(ctx: TargetContext) -> int | None:
 
     from pyspark.sql.types import StructType
 
-    from framework.driver_delta import NeedsSpark, check_writable
-    from framework.small_tables import arrow_writable, plain_files
+    from framework.storage.driver import NeedsSpark, check_writable
+    from framework.storage.plain import arrow_writable, plain_files
 
     found = plain_files(ctx.target_path, ctx.small_bytes)  # no live deletion vector, small enough
     if found is None:
@@ -61,7 +61,7 @@ def read_pinned(ctx: TargetContext, path: str) -> DataFrame | None:
     """A small table of the target (the target itself, the tombstones) read from its live files, or through
     Delta when it does not qualify; None when it does not exist."""
     from framework.cdc.storage import delta_exists
-    from framework.small_tables import pinned_parquet
+    from framework.storage.plain import pinned_parquet
 
     if not delta_exists(ctx.spark, path):
         return None
@@ -79,7 +79,7 @@ def commit_versions(ctx: TargetContext, target: DataFrame, keys: list[str], chan
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
-    from framework.driver_delta import checkpoint_if_due, overwrite_arrow
+    from framework.storage.driver import checkpoint_if_due, overwrite_arrow
 
     matched = [*keys, START_AT]
     source = ctx.spark.createDataFrame(changes)
@@ -103,8 +103,8 @@ def create_small(ctx: TargetContext, schema: StructType, rows: Any, txn: tuple[s
     """Create a new target with the Arrow ``rows`` of its first batch (every one an insert) with the driver, as
     ``TxnWriter.append`` does through Spark: the same table properties and ``txn``. False when Spark must."""
     from framework.cdc.storage import TABLE_PROPERTIES, replace_pending
-    from framework.driver_delta import NeedsSpark, append_arrow
-    from framework.small_tables import arrow_writable
+    from framework.storage.driver import NeedsSpark, append_arrow
+    from framework.storage.plain import arrow_writable
 
     if ctx.small_bytes <= 0 or not arrow_writable(schema) or replace_pending(ctx.target_path):
         return False
@@ -119,8 +119,8 @@ def append_small(ctx: TargetContext, path: str, schema: StructType, rows: Any, t
     """Append Arrow ``rows`` of ``schema`` to a state table with the driver (``txn`` skips a replay); False when
     Spark must append them."""
     from framework.cdc.storage import replace_pending
-    from framework.driver_delta import NeedsSpark, append_arrow, checkpoint_if_due
-    from framework.small_tables import arrow_writable
+    from framework.storage.driver import NeedsSpark, append_arrow, checkpoint_if_due
+    from framework.storage.plain import arrow_writable
 
     if ctx.small_bytes <= 0 or not arrow_writable(schema) or replace_pending(path):
         return False

@@ -18,8 +18,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from framework import internals, state_files
-from framework.storage_url import is_local
+from framework import internals
+from framework.storage import state_files
+from framework.storage.url import is_local
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"

@@ -160,7 +160,7 @@ class ApplyChangesTarget(CdcTargetBase):
 
     def _target_columns(self) -> list[str]:
         """The existing target's columns: from its log on the driver (no Spark), else through Delta."""
-        from framework.delta_log import protocol_and_metadata
+        from framework.storage.log import protocol_and_metadata
 
         found = protocol_and_metadata(local_path(self.target_path))
         if found is not None and found[2] is not None:

@@ -2,7 +2,7 @@
 job): the files its commits appended, or why its changes are not appends (an update, a delete, an overwrite,
 a schema change: rows the view holds may be gone). Its size comes from the same log (the cost model).
 
-Only inputs whose files a plain Parquet read returns as their rows (``small_tables.plain_files``: no partition
+Only inputs whose files a plain Parquet read returns as their rows (``storage.plain.plain_files``: no partition
 columns, no column mapping, no deletion vectors) have their appends read this way.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.incremental.analysis import Issue
-from framework.small_tables import file_path, plain_files
-from framework.storage_url import is_local
+from framework.storage.plain import file_path, plain_files
+from framework.storage.url import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,7 +74,7 @@ class Change:
 
 def snapshot(path: str) -> Snapshot | None:
     """The input at ``path`` as of now, or None when it has no readable log."""
-    from framework.delta_log import latest_version, protocol_and_metadata
+    from framework.storage.log import latest_version, protocol_and_metadata
 
     plain = plain_files(path, _ANY_SIZE) if is_local(path) else None
     if plain is not None:

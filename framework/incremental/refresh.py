@@ -19,7 +19,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from framework import state_files
 from framework.errors import NotIncrementalizableError, PipelineError
 from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, analyze
 from framework.incremental.changes import Change, Snapshot, change_since, snapshot
@@ -35,6 +34,7 @@ from framework.incremental.state import (
     write_state,
 )
 from framework.refresh_policy import RefreshPolicy, policy_of
+from framework.storage import state_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -180,7 +180,7 @@ class ViewRefresh:
             raise NotIncrementalizableError(self.ex._dataset_name(), [(i.issue_type, i.reason) for i in issues])
 
     def _view_bytes(self) -> int:
-        from framework.delta_log import live_files
+        from framework.storage.log import live_files
 
         files = live_files(self.path) if state_files.exists(self.path) else None
         return sum(int(f.get("size") or 0) for f in (files or {}).values())

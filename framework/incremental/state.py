@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from framework import internals, state_files
-from framework.delta_log import has_commit, replay
-from framework.storage_url import is_local
+from framework import internals
+from framework.storage import state_files
+from framework.storage.log import has_commit, replay
+from framework.storage.url import is_local
 
 APP_ID = "medallion-materialized-view-refresh"
 _SCAN = 100  # commits looked at, newest first, to find the one with the newest txn

@@ -2,7 +2,7 @@
 ``GROUP_AGGREGATE`` writes the view with the changed groups merged in (``merge.py``). Each is one Delta commit
 carrying the refresh's ``txn``, after the refresh record (``state.py``).
 
-Small writes go through the driver's Delta writer (``framework/driver_delta.py``) as a small full recompute
+Small writes go through the driver's Delta writer (``framework/storage/driver.py``) as a small full recompute
 does: a Spark Delta write of a few thousand rows costs 1.3-1.8 s on a loaded two-core machine (measured), the
 driver's milliseconds plus the collect; a table only Spark writes (a layout, a large result) gets Spark's."""
 
@@ -60,8 +60,8 @@ def _write(refresh: ViewRefresh, df: DataFrame, mode: str) -> None:
 
 def _append_on_driver(refresh: ViewRefresh, df: DataFrame) -> bool:
     """Append ``df`` with the driver's writer when the view's layout and the appended input are small enough."""
-    from framework.driver_delta import NeedsSpark, append_arrow
-    from framework.small_tables import arrow_writable, input_bytes
+    from framework.storage.driver import NeedsSpark, append_arrow
+    from framework.storage.plain import arrow_writable, input_bytes
 
     ex = refresh.ex
     limit = ex.env.small_input_bytes
@@ -79,7 +79,7 @@ def _written_rows(path: str) -> int | None:
     import json
     from pathlib import Path
 
-    from framework.delta_log import latest_version
+    from framework.storage.log import latest_version
 
     version = latest_version(path)
     file = Path(path.removeprefix("file:")) / "_delta_log" / f"{version or 0:020d}.json"

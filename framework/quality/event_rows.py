@@ -1,6 +1,6 @@
 """The report's events, and the count of an update's quarantined rows, read on the driver without Spark.
 
-The event log is small and its files are plain Parquet (``framework.small_tables.plain_files``): reading them with
+The event log is small and its files are plain Parquet (``framework.storage.plain.plain_files``): reading them with
 pyarrow and selecting in Python costs milliseconds, where a Delta read costs the state reconstruction of a log that
 gains several versions per update, and a Spark job per question (2 s of a warm update's `medallion run` on two
 cores). :func:`driver_events` returns what ``report.read_events`` returns, or None when the log must be read through
@@ -43,7 +43,7 @@ def driver_count(path: str, column: str, value: str) -> int | None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from framework.small_tables import plain_files
+    from framework.storage.plain import plain_files
 
     found = plain_files(path, MAX_BYTES)
     if found is None:
@@ -66,7 +66,7 @@ def _tables(path: str, columns: list[str]) -> list[Any] | None:
     """The live files of the Delta table at ``path`` as pyarrow Tables of ``columns``."""
     import pyarrow.parquet as pq
 
-    from framework.small_tables import plain_files
+    from framework.storage.plain import plain_files
 
     found = plain_files(path, MAX_BYTES)
     if found is None:
@@ -78,7 +78,7 @@ def _tables(path: str, columns: list[str]) -> list[Any] | None:
 
 
 def _local(path: str, name: str) -> str:
-    from framework.small_tables import file_path
+    from framework.storage.plain import file_path
 
     return file_path(path, name).removeprefix("file:")
 

@@ -176,7 +176,7 @@ def read_events(
 def _read_small(spark: SparkSession, path: str) -> DataFrame:
     """A table read from its live files when they allow it (no state reconstruction), else through Delta."""
     from framework.quality.event_rows import MAX_BYTES
-    from framework.small_tables import pinned_parquet
+    from framework.storage.plain import pinned_parquet
 
     pinned = pinned_parquet(spark, path, MAX_BYTES)
     return pinned if pinned is not None else spark.read.format("delta").load(path)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from framework.delta_log import has_commit
 from framework.runner.reads import catalog_table_name, quote_identifier, split_name
+from framework.storage.log import has_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

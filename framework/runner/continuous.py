@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from framework.declarations import DatasetKind, FlowKind
-from framework.delta_log import latest_version
 from framework.quality.engine import metrics_from_row, sum_observed
 from framework.registry import normalize_name
 from framework.runner.flows import FlowExecutor, observation_name, timed_run
 from framework.runner.ticker import ticking
+from framework.storage.log import latest_version
 
 if TYPE_CHECKING:
     from framework.graph import PipelineGraph

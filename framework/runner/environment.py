@@ -36,7 +36,7 @@ class UpdateEnvironment:
     update_id: str
     update_time: datetime
     configuration: dict[str, str] = field(default_factory=dict)
-    small_input_bytes: int = 0  # small_updates.max_input_bytes of conf/spark.yaml (small views: small_results.py)
+    small_input_bytes: int = 0  # small_updates.max_input_bytes of conf/spark.yaml (small views: storage/overwrites.py)
 
     @classmethod
     def create(cls, spec: PipelineSpec, spark: SparkSession, update_id: str, *,

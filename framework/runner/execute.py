@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.declarations import DatasetKind
-from framework.delta_log import committers_since, has_commit, latest_version
 from framework.errors import FlowError
 from framework.failures import classify
 from framework.registry import normalize_name
@@ -23,6 +22,7 @@ from framework.runner.results import FlowResult
 from framework.runner.scheduler import COMPLETED, EXCLUDED, Scheduler
 from framework.runner.streams import allow_starts, refuse_starts, stop_active_queries
 from framework.runner.ticker import ticking
+from framework.storage.log import committers_since, has_commit, latest_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

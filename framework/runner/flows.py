@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framework import internals, state_files
+from framework import internals
 from framework.columns import (
     computed_columns,
     same_columns,
@@ -22,8 +22,6 @@ from framework.columns import (
     without_column_clauses,
 )
 from framework.declarations import Dataset, DatasetKind, Flow, FlowKind
-from framework.delta_log import has_commit, latest_metadata
-from framework.driver_delta import NeedsSpark, set_properties
 from framework.errors import PipelineError
 from framework.failures import HandlerErrors
 from framework.quality.engine import apply_expectations, metrics_from_row, observation_name, sum_observed
@@ -31,9 +29,12 @@ from framework.registry import normalize_name
 from framework.runner.query import call_query_function
 from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewCheck, quote_identifier
 from framework.runner.results import FlowResult, source_offsets
-from framework.runner.small_appends import BatchAppender, driver_may_append
-from framework.runner.small_results import overwrite_small
 from framework.runner.streams import clear_partial_writes, output_mode, start_query
+from framework.storage import state_files
+from framework.storage.appends import BatchAppender, driver_may_append
+from framework.storage.driver import NeedsSpark, set_properties
+from framework.storage.log import has_commit, latest_metadata
+from framework.storage.overwrites import overwrite_small
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -307,14 +308,14 @@ class FlowExecutor:
 
     def _plain_layout(self) -> bool:
         """Whether the target's layout is one the driver writes: no partitions, clustering, declared schema or
-        ``delta.*`` property (``framework.driver_delta``)."""
+        ``delta.*`` property (``framework.storage.driver``)."""
         dataset = self.dataset
         return dataset is not None and not (
             dataset.cluster_by or dataset.partition_cols or dataset.schema is not None
             or any(k.lower().startswith("delta.") for k in dataset.table_properties))
 
     def _overwrite_on_driver(self, path: str, out: DataFrame, txn: tuple[str, int] | None = None) -> bool:
-        """A small view's recompute committed by the driver (``small_results.py``); False: Spark writes it."""
+        """A small view's recompute committed by the driver (``storage/overwrites.py``); False: Spark writes it."""
         if not self._plain_layout():
             return False
         assert self.dataset is not None
@@ -387,7 +388,7 @@ class FlowExecutor:
 
     def _stream_writer(self, out: DataFrame, path: str, checkpoint: str) -> Callable[[], Any]:
         """What starts a streaming table's query: Delta's streaming sink, or batches committed by the driver
-        while they are small (``small_appends.py``)."""
+        while they are small (``storage/appends.py``)."""
         mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
         writer = (out.writeStream.outputMode(mode).option("checkpointLocation", checkpoint)
                   .trigger(**self.trigger).queryName(self.flow.name))

@@ -2,7 +2,7 @@
 
 The lock is a file lock (``flock``): under ``<storage>/system`` for a local storage root; for an object-store root
 (``s3a://...``, which has no locks) in a local folder named after the URL, so it serializes the updates of that
-root on this machine only (``framework/storage_url.py`` says what that means for Delta's commits there).
+root on this machine only (``framework/storage/url.py`` says what that means for Delta's commits there).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from framework.errors import ConcurrentUpdateError
-from framework.storage_url import StoragePath, is_local
+from framework.storage.url import StoragePath, is_local
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from framework import internals
 from framework.errors import ObjectStoreError
 from framework.redaction import register_secret
-from framework.storage_url import ObjectStoreUrl, is_object_store_url, unsafe_object_store_use
+from framework.storage.url import ObjectStoreUrl, is_object_store_url, unsafe_object_store_use
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -256,7 +256,7 @@ class EventLogListener(ProgressListener):
         details: dict[str, Any] = {"metrics": result.metrics()}
         if result.sources:
             details["sources"] = result.sources
-        if result.commits:  # which engine committed the flow's writes (framework/delta_log.py committers_since)
+        if result.commits:  # which engine committed the flow's writes (framework/storage/log.py committers_since)
             details["commits"] = dict(result.commits)
         quality = result.data_quality()
         if quality is not None:

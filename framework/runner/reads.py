@@ -21,13 +21,13 @@ from typing_extensions import override
 
 from framework.context import reader_context
 from framework.declarations import Dataset, DatasetKind, Expectation, Flow
-from framework.delta_log import appended_since_creation, created_with_id, protocol_and_metadata
 from framework.errors import PipelineError
 from framework.graph import NameResolver, Read, split_name
 from framework.registry import Registry, normalize_name
 from framework.runner.sizing import InputLog
 from framework.runner.streams import first_batch_from_a_version
-from framework.small_tables import pinned_parquet
+from framework.storage.log import appended_since_creation, created_with_id, protocol_and_metadata
+from framework.storage.plain import pinned_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -211,7 +211,7 @@ class ExecuteReader(FlowReader):
     prebuilt: dict[SourceKey, DataFrame] = field(default_factory=dict)
     sources: list[CloudSource] = field(default_factory=list)
     views: list[ViewCheck] = field(default_factory=list)
-    # batch reads of small pipeline tables may be pinned to their live files (small_tables.pinned_parquet): a
+    # batch reads of small pipeline tables may be pinned to their live files (storage.plain.pinned_parquet): a
     # materialized view's query, built at each recompute and run at once
     pinned_reads: bool = False
     # a materialized view's refresh reads its inputs as it chooses (framework/incremental/refresh.py): (key,
@@ -283,7 +283,7 @@ class ExecuteReader(FlowReader):
     def _from_version_zero(self, path: str) -> bool:
         """Whether this flow streams the table at ``path`` from version 0 instead of from an initial snapshot.
 
-        A new stream does when that yields the same rows (``delta_log.appended_since_creation``): it spares
+        A new stream does when that yields the same rows (``storage.log.appended_since_creation``): it spares
         the snapshot's state reconstruction (0.6-0.9 s of Spark jobs on two cores). A restarted stream keeps
         what its batch 0 did: Delta ignores the option once a checkpoint has offsets, except when batch 0 is
         the newest batch, which Delta's source builds again on restart (unused) from its start, an initial

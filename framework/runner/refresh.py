@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.declarations import DatasetKind
-from framework.delta_log import has_commit
 from framework.errors import UpdateError
 from framework.registry import normalize_name
+from framework.storage.log import has_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -88,7 +88,7 @@ def replace_table(spark: SparkSession, path: str, dataset: Dataset, output: Stru
     layout: its declared schema (generated columns included) or ``output``'s columns made nullable (as a write
     creating the table would store them), partitioning, clustering, comment and table properties."""
     from framework.columns import declared_schema
-    from framework.small_tables import nullable
+    from framework.storage.plain import nullable
 
     columns = declared_schema(spark, dataset.schema)
     if columns is None:

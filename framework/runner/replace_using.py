@@ -67,7 +67,7 @@ def _query_id(checkpoint: str) -> str:
     """The streaming query's id, kept in its checkpoint across restarts: the ``txn`` app id of its batches."""
     import json
 
-    from framework import state_files
+    from framework.storage import state_files
 
     return str(json.loads(state_files.read_text(f"{checkpoint.rstrip('/')}/metadata"))["id"])
 
@@ -81,7 +81,7 @@ def replace_batch(spark: SparkSession, path: str, batch: DataFrame, keys: tuple[
     from pyspark.sql import functions as F
 
     from framework.cdc.storage import TxnWriter
-    from framework.delta_log import has_commit
+    from framework.storage.log import has_commit
 
     data = batch.columns
     latest = (batch.withColumn(_SEQ, _sequence(sequence))

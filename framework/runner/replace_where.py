@@ -46,7 +46,7 @@ def checked_predicate(df: DataFrame, predicate: str, *, dataset: str, flow: Any)
 def run_replace_where(executor: Any, result: FlowResult) -> None:
     """Run ``executor``'s REPLACE WHERE flow (a ``FlowExecutor``): the query's rows matching the predicate,
     with the target's expectations, replace the target's rows matching it, in one Delta commit."""
-    from framework import state_files
+    from framework.storage import state_files
 
     flow = executor.flow
     dataset = executor._dataset_name()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.quality.engine import ExpectationResult, QualityMetrics
-from framework.storage_url import StoragePath
+from framework.storage.url import StoragePath
 
 
 @dataclass

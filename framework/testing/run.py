@@ -336,6 +336,6 @@ def small_table(spark: SparkSession, path: Path, max_bytes: int) -> DataFrame | 
     against about 0.1 s. Only tables whose live files add up to at most ``max_bytes`` (the pipeline's
     ``small_updates.max_input_bytes``) and whose columns are all nullable qualify (a Parquet read reports every
     column nullable; Delta keeps NOT NULL)."""
-    from framework.small_tables import pinned_parquet
+    from framework.storage.plain import pinned_parquet
 
     return pinned_parquet(spark, str(path), max_bytes, same_schema=True)

@@ -1,5 +1,5 @@
 """Two writers commit to one Delta table at once, one through the framework's driver writer
-(``framework.driver_delta``, a hard link per commit) and the other through Spark's Delta (the session's LogStore for
+(``framework.storage.driver``, a hard link per commit) and the other through Spark's Delta (the session's LogStore for
 ``file:`` paths, a hard link too): no commit takes another's version, so no batch is lost (issue 35, "Storage you
 can trust": with Delta's LocalLogStore, a check and then a rename, Spark's commit could replace the driver's).
 
@@ -23,8 +23,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from framework.driver_delta import ENGINE_INFO, append_arrow, checkpoint_if_due
 from framework.events import EventLog, event_log_schema
+from framework.storage.driver import ENGINE_INFO, append_arrow, checkpoint_if_due
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from framework.delta_checksum import next_checksum
+from framework.storage.checksum import next_checksum
 
 PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 2}
 METADATA = {"id": "t", "schemaString": "{}", "partitionColumns": [], "configuration": {}}

@@ -1,11 +1,11 @@
-"""framework.delta_log: driver-side answers from a Delta table's JSON commits (no Spark)."""
+"""framework.storage.log: driver-side answers from a Delta table's JSON commits (no Spark)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from framework.delta_log import appended_since_creation, latest_metadata, protocol_and_metadata
+from framework.storage.log import appended_since_creation, latest_metadata, protocol_and_metadata
 
 SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
 

@@ -1,4 +1,4 @@
-"""framework.driver_delta: the driver's own Delta appends (no Spark): commits, refusals, concurrent versions."""
+"""framework.storage.driver: the driver's own Delta appends (no Spark): commits, refusals, concurrent versions."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from framework.delta_log import protocol_and_metadata, replay
-from framework.driver_delta import NeedsSpark, append_arrow, append_rows, overwrite_arrow
 from framework.events import EVENT_LOG_DDL, event_log_schema
+from framework.storage.driver import NeedsSpark, append_arrow, append_rows, overwrite_arrow
+from framework.storage.log import protocol_and_metadata, replay
 
 SCHEMA = StructType([StructField("id", LongType()), StructField("name", StringType()),
                      StructField("at", TimestampType())])
@@ -140,7 +140,7 @@ def test_a_large_batch_is_written_as_one_file_per_core_in_one_commit(tmp_path: P
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow as pa
 
-    import framework.driver_delta as driver_delta
+    import framework.storage.driver as driver_delta
 
     monkeypatch.setattr(driver_delta, "PART_MIN_ROWS", 2)
     monkeypatch.setattr(driver_delta.os, "sched_getaffinity", lambda pid: {0, 1})
@@ -160,7 +160,7 @@ def test_a_large_batch_is_written_as_one_file_per_core_in_one_commit(tmp_path: P
 def test_a_part_that_fails_leaves_no_file_of_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow as pa
 
-    import framework.driver_delta as driver_delta
+    import framework.storage.driver as driver_delta
 
     monkeypatch.setattr(driver_delta, "PART_MIN_ROWS", 2)
     monkeypatch.setattr(driver_delta.os, "sched_getaffinity", lambda pid: {0, 1})

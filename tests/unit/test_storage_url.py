@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from framework.driver_delta import NeedsSpark, append_rows
 from framework.paths import PathMapper
 from framework.runner.lock import lock_file
 from framework.runner.object_store import hadoop_runtime_conf, object_store_locations
 from framework.spec import parse_spec
-from framework.storage_url import ObjectStoreUrl, is_local, log_store, storage_path, unsafe_object_store_use
+from framework.storage.driver import NeedsSpark, append_rows
+from framework.storage.url import ObjectStoreUrl, is_local, log_store, storage_path, unsafe_object_store_use
 
 
 def _spec(tmp_path: Path, **data: object):  # type: ignore[no-untyped-def]

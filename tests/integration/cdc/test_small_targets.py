@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 
 from framework.cdc import ApplyChangesTarget, small
 from framework.declarations import ApplyChanges
-from framework.delta_log import latest_version, replay
-from framework.driver_delta import ENGINE_INFO
+from framework.storage.driver import ENGINE_INFO
+from framework.storage.log import latest_version, replay
 from tests.integration.cdc.helpers import USERS, USERS_SCHEMA, rows, users_spec
 
 pytestmark = [pytest.mark.spark]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from framework.delta_log import has_commit
+from framework.storage.log import has_commit
 from tests.integration.runner.pipeline_factory import make_pipeline
 from tests.integration.runner.test_continuous import _Continuous, _wait_for
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from framework.driver_delta import ENGINE_INFO
 from framework.runner.object_store import hadoop_runtime_conf
 from framework.runner.update import UpdateOptions, run_update
 from framework.session_settings import session_conf
 from framework.spec import PipelineSpec, load_spec
-from framework.storage_url import ObjectStoreUrl
+from framework.storage.driver import ENGINE_INFO
+from framework.storage.url import ObjectStoreUrl
 from tests.conftest import REPO_ROOT
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from framework.delta_log import has_commit
 from framework.runner.update import UpdateOptions, run_update
+from framework.storage.log import has_commit
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Delta tables appended to by the driver (framework.driver_delta) are ordinary Delta tables for Spark: read,
+"""Delta tables appended to by the driver (framework.storage.driver) are ordinary Delta tables for Spark: read,
 appended to by Spark in between, checkpointed by Delta and appended to again from the checkpoint."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from framework.delta_log import checkpoint_version, protocol_and_metadata
-from framework.driver_delta import append_rows, checkpoint_if_due
 from framework.events import EVENT_LOG_DDL, EventLog, event_log_schema
+from framework.storage.driver import append_rows, checkpoint_if_due
+from framework.storage.log import checkpoint_version, protocol_and_metadata
 
 
 def test_the_python_parse_of_the_event_log_schema_is_sparks(spark: SparkSession) -> None:
@@ -65,10 +65,10 @@ def test_spark_and_driver_commits_interleave_and_checkpoints_are_deltas(spark: S
 
 def test_views_recomputed_by_the_driver_are_checkpointed(spark: SparkSession, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from framework.delta_log import live_files
-    from framework.runner.small_results import overwrite_small
+    from framework.storage.log import live_files
+    from framework.storage.overwrites import overwrite_small
 
-    monkeypatch.setattr("framework.driver_delta.CHECKPOINT_EVERY", 20)
+    monkeypatch.setattr("framework.storage.driver.CHECKPOINT_EVERY", 20)
     path = str(tmp_path / "v")
     for i in range(22):
         assert overwrite_small(spark.range(i, i + 3).toDF("id"), path, 1 << 20, description=None, configuration={})

@@ -1,4 +1,4 @@
-"""Checksums of driver commits (framework/delta_checksum.py) are the ones Delta computes: Delta validates each
+"""Checksums of driver commits (framework/storage/checksum.py) are the ones Delta computes: Delta validates each
 against the state it reconstructs, through driver commits, Spark commits on top of them and back."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from framework.delta_checksum import checksum_path
-from framework.driver_delta import append_arrow, append_rows, overwrite_arrow, set_properties
+from framework.storage.checksum import checksum_path
+from framework.storage.driver import append_arrow, append_rows, overwrite_arrow, set_properties
 
 pytestmark = pytest.mark.spark
 

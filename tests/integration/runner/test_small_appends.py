@@ -1,4 +1,4 @@
-"""Small micro-batches of streaming tables are committed by the driver (runner/small_appends.py): the table is the
+"""Small micro-batches of streaming tables are committed by the driver (framework/storage/appends.py): the table is the
 Delta table Delta's streaming sink would have written (rows, comment and properties, expectation metrics), a
 batch the driver must not write goes through Spark, and a replayed batch is skipped whichever path committed it
 (the same ``txn`` app id as Delta's sink)."""
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from framework.runner.small_appends import BatchAppender
 from framework.runner.update import UpdateOptions, UpdateResult, run_update
 from framework.spec import PipelineSpec
+from framework.storage.appends import BatchAppender
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
 pytestmark = pytest.mark.spark

@@ -1,4 +1,4 @@
-"""Materialized views over small inputs are recomputed through the driver (runner/small_results.py): the table is
+"""Materialized views over small inputs are recomputed through the driver (framework/storage/overwrites.py): the table is
 the same Delta table Spark would have written (rows, schema changes, comment and properties, expectation
 metrics, history), and views the driver must not write still go through Spark."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from framework.driver_delta import ENGINE_INFO
 from framework.runner.update import UpdateOptions, UpdateResult, run_update
 from framework.spec import PipelineSpec
+from framework.storage.driver import ENGINE_INFO
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
 pytestmark = pytest.mark.spark
@@ -112,8 +112,8 @@ def test_a_views_reads_of_small_tables_see_exactly_the_live_files(spark: SparkSe
 
 
 def test_live_files_replayed_on_the_driver_are_sparks(spark: SparkSession, tmp_path: Path) -> None:
-    from framework.delta_log import checkpoint_version, live_files
-    from framework.small_tables import pinned_parquet
+    from framework.storage.log import checkpoint_version, live_files
+    from framework.storage.plain import pinned_parquet
 
     path = str(tmp_path / "t")
     for i in range(12):  # Delta checkpoints version 10

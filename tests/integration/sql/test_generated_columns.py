@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from framework.delta_log import latest_metadata
 from framework.errors import FlowError, SqlError
 from framework.runner.update import UpdateOptions, resolve_pipeline, run_update
+from framework.storage.log import latest_metadata
 from tests.integration.runner.pipeline_factory import make_pipeline, write_json_lines
 
 if TYPE_CHECKING:

@@ -4,13 +4,13 @@ A materialized view's recompute is a full overwrite. Through Spark, that is a wr
 the jobs that reconstruct the target's state: about a second on two cores for a view of a few rows, more than its
 query. When everything the view's query reads is small (the sum of its inputs' estimated sizes is below
 ``small_updates.max_input_bytes`` of ``conf/spark.yaml``, 64 MiB), its result is collected as Arrow (one job: the
-query itself) and committed by the driver (``framework.driver_delta.overwrite_arrow``). Views with a layout only
+query itself) and committed by the driver (``framework.storage.driver.overwrite_arrow``). Views with a layout only
 Delta's writer produces (partitions, clustering, a declared schema, ``delta.*`` properties), column types the
 driver's Parquet writer does not store as Spark does, or a target table the driver must not write, go through
 Spark as before.
 
 The view's query reads the pipeline's small tables the same way: straight from the Parquet files live in their
-Delta logs (``framework.small_tables.pinned_parquet``), which spares Delta's state reconstruction for each new
+Delta logs (``framework.storage.plain.pinned_parquet``), which spares Delta's state reconstruction for each new
 version an input gained (0.3-0.5 s of jobs on two cores). A view's query is built at each recompute and run at
 once, so the list is current; streaming flows never read this way (a stream-static join reads the static side
 again per batch).
@@ -28,8 +28,8 @@ def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: st
                     configuration: dict[str, Any], txn: tuple[str, int] | None = None) -> bool:
     """Recompute ``df`` into the Delta table at ``path`` through the driver when its inputs are small and the
     table allows it; False (nothing done) when Spark must write it."""
-    from framework.driver_delta import NeedsSpark, check_overwrite, checkpoint_if_due, overwrite_arrow
-    from framework.small_tables import arrow_writable, input_bytes
+    from framework.storage.driver import NeedsSpark, check_overwrite, checkpoint_if_due, overwrite_arrow
+    from framework.storage.plain import arrow_writable, input_bytes
 
     if max_bytes <= 0 or not arrow_writable(df.schema):
         return False

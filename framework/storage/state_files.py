@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from framework import internals
-from framework.storage_url import is_local
+from framework.storage.url import is_local
 
 
 def exists(path: str | Path) -> bool:

@@ -1,6 +1,6 @@
 """Cheap, driver-side questions about a Delta table's log (its JSON commit files; for the protocol and metadata,
 also its newest checkpoint), asked before a flow starts or before the driver appends to a table
-(``framework.driver_delta``), so that Spark jobs can be avoided.
+(``framework.storage.driver``), so that Spark jobs can be avoided.
 
 A Delta streaming read that starts without an offset begins with the table's *initial snapshot*: Delta
 reconstructs the table state with Spark jobs and lists the snapshot's files through a cached Dataset, about ten
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from framework import state_files
-from framework.storage_url import is_local
+from framework.storage import state_files
+from framework.storage.url import is_local
 
-DRIVER_ENGINE_INFO = "medallion-framework driver commit"  # commitInfo.engineInfo of framework.driver_delta's commits
+DRIVER_ENGINE_INFO = "medallion-framework driver commit"  # commitInfo.engineInfo of framework.storage.driver's commits
 MAX_COMMITS = 100  # above this, replaying the JSON commits on the driver is no longer clearly cheaper
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?(\.[0-9a-f-]+)?\.parquet$")
@@ -146,7 +146,7 @@ def latest_version(table_path: str | Path) -> int | None:
 
 def committers_since(table_path: str | Path, after: int | None) -> dict[str, int]:
     """How many commits after version ``after`` (None: every commit) each engine made: ``driver`` for the
-    framework's driver writer (``framework.driver_delta``), ``spark`` for Delta's own (Spark's) writer, read from
+    framework's driver writer (``framework.storage.driver``), ``spark`` for Delta's own (Spark's) writer, read from
     each commit's ``commitInfo.engineInfo``. Empty when the log cannot be read (an object store's)."""
     counts: dict[str, int] = {}
     try:

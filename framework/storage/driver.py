@@ -12,7 +12,7 @@ for the overwrite of a small materialized view. Here each is milliseconds of Pyt
 Writes of a stream's batches carry Delta's ``txn`` action (``txn=(app id, version)``), as Spark's
 ``txnAppId``/``txnVersion`` do: a batch replayed after a crash finds its version committed and writes nothing.
 
-Each commit gets Delta's version checksum when the previous version has one (``framework.delta_checksum``), so
+Each commit gets Delta's version checksum when the previous version has one (``framework.storage.checksum``), so
 that readers take the table's protocol and metadata from it instead of replaying the log with a Spark job.
 
 The tables stay ordinary Delta tables that Spark reads and writes. Only what this writer understands is written
@@ -21,7 +21,7 @@ and a protocol whose writer features need nothing from a writer that only adds a
 (``appendOnly``, ``invariants``; ``deletionVectors`` while no live file has one: such a writer never writes one). Anything else raises :class:`NeedsSpark` before a file is written, and the
 caller writes through Spark. So does every table that is not on the local file system (``s3a://``): a driver
 commit is put in place with a hard link, an atomic put-if-absent that object stores do not offer, so there Spark's
-Delta commits through its log store for the scheme (``framework/storage_url.py``). Checkpoints are Delta's own (:func:`checkpoint_if_due`, one Spark call every
+Delta commits through its log store for the scheme (``framework/storage/url.py``). Checkpoints are Delta's own (:func:`checkpoint_if_due`, one Spark call every
 ``CHECKPOINT_EVERY`` driver commits), so readers never replay a long tail of JSON commits.
 """
 
@@ -37,17 +37,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framework.delta_checksum import write_checksum
-from framework.delta_log import (
+from framework.internals import delta_checkpoint
+from framework.storage.checksum import write_checksum
+from framework.storage.log import (
     DRIVER_ENGINE_INFO,
     LogState,
     checkpoint_version,
     protocol_and_metadata,
     replay,
 )
-from framework.internals import delta_checkpoint
-from framework.small_tables import nullable
-from framework.storage_url import is_local
+from framework.storage.plain import nullable
+from framework.storage.url import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -3,7 +3,7 @@
 Delta's streaming sink commits each micro-batch with Spark: a write job, then Delta's commit, which first
 reconstructs the state of the table's newest snapshot (the ``txn`` check of ``DeltaSink.addBatch``) with more
 Spark jobs. On two cores, a 4-row batch into an existing table costs 0.7-0.8 s that way, against 0.1 s when the
-batch is collected as Arrow and committed by the driver (``framework.driver_delta.append_arrow``); the sample
+batch is collected as Arrow and committed by the driver (``framework.storage.driver.append_arrow``); the sample
 pipeline pays it for four tables in every update.
 
 A streaming table whose layout the driver writes (no partitions, clustering, declared schema or ``delta.*``
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from framework import state_files
-from framework.storage_url import is_local
+from framework.storage import state_files
+from framework.storage.url import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -61,7 +61,7 @@ class BatchAppender:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Commit micro-batch ``batch_id``: by the driver when it is small (see the module), else by Spark."""
-        from framework.driver_delta import NeedsSpark, append_arrow, checkpoint_if_due
+        from framework.storage.driver import NeedsSpark, append_arrow, checkpoint_if_due
 
         txn = (self._query_id(), batch_id)
         if not self._small(batch):
@@ -83,8 +83,8 @@ class BatchAppender:
         schema is the batch's (nothing is executed)."""
         from pyspark.sql.types import StructType
 
-        from framework.driver_delta import NeedsSpark, check_writable
-        from framework.small_tables import arrow_writable, input_bytes, nullable, plain_files
+        from framework.storage.driver import NeedsSpark, check_writable
+        from framework.storage.plain import arrow_writable, input_bytes, nullable, plain_files
 
         if not is_local(self.path) or not arrow_writable(batch.schema):  # s3a: Spark's S3 log store commits
             return False

@@ -2,11 +2,11 @@
 
 A query over a small Delta table pays Delta's state reconstruction for each new version the table gained: 0.3-0.5
 s of small Spark jobs on two cores, more than the query itself. :func:`pinned_parquet` reads the table instead as
-the Parquet files live in its log, replayed on the driver (``framework.delta_log``). Only tables whose files hold
+the Parquet files live in its log, replayed on the driver (``framework.storage.log``). Only tables whose files hold
 their rows as they are qualify: no partition columns, no column mapping, and no reader feature other than deletion
 vectors, with no live file carrying one. The list is the table's as of the call: build the query and run it at once.
 
-:func:`arrow_writable` tells which schemas ``framework.driver_delta`` writes exactly as Spark would.
+:func:`arrow_writable` tells which schemas ``framework.storage.driver`` writes exactly as Spark would.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def file_path(table: str, name: str) -> str:
 def plain_files(path: str, max_bytes: int) -> PlainTable | None:
     """The table (see :class:`PlainTable`) when a plain Parquet read of its live files returns its rows (see
     above) and they add up to at most ``max_bytes``; None otherwise."""
-    from framework.delta_log import live_files, protocol_and_metadata
+    from framework.storage.log import live_files, protocol_and_metadata
 
     found = protocol_and_metadata(path) if max_bytes > 0 else None
     if found is None:
