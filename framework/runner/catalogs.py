@@ -76,3 +76,32 @@ def ensure_catalogs(spark: SparkSession, spec: PipelineSpec, names: Iterable[str
         catalog = catalog_of(name)
         if catalog is not None:
             ensure_catalog(spark, catalog, default=spec.catalog)
+
+
+def session_database(spark: SparkSession, catalog: str, schema: str) -> str:
+    """The session catalog's database that holds schema ``schema`` of the framework's catalog ``catalog``."""
+    prefix = spark.conf.get(f"spark.sql.catalog.{catalog}.database-prefix", None)
+    return f"{f'{catalog}__' if prefix is None else prefix}{schema}"
+
+
+def session_function_sql(spark: SparkSession, text: str, *, default: str | None = None) -> str:
+    """``text`` with the three-part name of a CREATE, DROP or DESCRIBE FUNCTION statement in one of the
+    framework's catalogs given its session-catalog name (``dev.util.f`` -> ``spark_catalog.dev__util.f``; see
+    ``framework/sql/functions.py``); any other statement as it is. The catalog is registered if it is not yet,
+    also the catalog of ``CREATE SCHEMA catalog.schema``.
+    """
+    from framework.sql.functions import function_name, schema_catalog
+
+    if (catalog_named := schema_catalog(text)) is not None:  # CREATE SCHEMA c.s: c can only be a catalog
+        ensure_catalog(spark, catalog_named, default=default)
+        return text
+    name = function_name(text)
+    if name is None or len(name.parts) != 3 or name.parts[0].lower() in (SESSION_CATALOG, "system"):
+        return text
+    catalog, schema, function = name.parts
+    if not ensure_catalog(spark, catalog, default=default) or spark.conf.get(
+            f"spark.sql.catalog.{catalog}", None) != PLUGIN:
+        return text  # not one of the framework's catalogs: Spark decides
+    parts = (SESSION_CATALOG, session_database(spark, catalog, schema), function)
+    local = ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+    return text[:name.start] + local + text[name.end:]

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from framework.internals import parse_plan
+from framework.runner.catalogs import session_function_sql
 from framework.sqlcompat import translate_databricks_sql
 
 if TYPE_CHECKING:
@@ -254,7 +255,10 @@ class SessionProxy:
     def sql(self, query: str, *args: Any, **kwargs: Any) -> DataFrame:
         """SQL with ``LIVE.name`` references resolved to the pipeline's datasets; a query inside a query function
         that names a pipeline dataset otherwise (``orders``, ``sales.orders``, ``main.sales.orders``) reads it as a
-        SQL pipeline's query does, through the flow's reader (never the table an earlier update published)."""
+        SQL pipeline's query does, through the flow's reader (never the table an earlier update published). A
+        function statement under a Unity Catalog name (``CREATE FUNCTION main.util.f ...``) creates the function
+        where the framework's catalog keeps it (``catalogs.session_function_sql``)."""
+        query = session_function_sql(self._router.spark, query, default=self._router.env.spec.catalog)
         reader = self._router.current_or_none()
         if reader is not None:
             def replace(match: re.Match[str]) -> str:

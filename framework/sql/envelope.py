@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from framework.sql.functions import is_function_statement
 from framework.sql.tokens import IDENT, NUMBER, PUNCT, STRING, WORD, Token, tokenize
 
 
@@ -142,7 +143,15 @@ class UseStatement:
     offset: int
 
 
-Statement = CreateDataset | CreateFlow | ApplyChanges | SetStatement | UseStatement
+@dataclass(frozen=True)
+class FunctionStatement:
+    """``CREATE [OR REPLACE] [TEMPORARY] FUNCTION ...``: a SQL function, created when the file is loaded (as a
+    Python file's ``spark.sql`` at its top level); its text is Spark's to parse."""
+
+    offset: int
+
+
+Statement = CreateDataset | CreateFlow | ApplyChanges | SetStatement | UseStatement | FunctionStatement
 
 _QUERY_WORDS = {"SELECT", "WITH", "FROM", "VALUES", "TABLE"}  # how a query starts (after REPLACE WHERE ...)
 _CHANGES_WORDS = {"KEYS", "IGNORE", "APPLY", "SEQUENCE", "SYSTEM", "COLUMNS", "STORED", "TRACK", "WHERE"}
@@ -298,10 +307,12 @@ class _Parser:
         if first.is_word("APPLY", "AUTO"):
             changes = self._changes()
             return ApplyChanges(changes, first.start)
+        if first.is_word("CREATE") and is_function_statement(self.text):
+            return FunctionStatement(first.start)
         if first.is_word("CREATE"):
             return self._create()
         raise EnvelopeError(f"'{first.value}' statements are not pipeline statements; a pipeline's SQL holds "
-                            "CREATE ... TABLE / MATERIALIZED VIEW / VIEW / FLOW, APPLY CHANGES INTO, SET and USE",
+                            "CREATE ... TABLE / MATERIALIZED VIEW / VIEW / FLOW / FUNCTION, APPLY CHANGES INTO, SET and USE",
                             first.start, code="SQL_UNSUPPORTED_STATEMENT")
 
     def _set(self) -> SetStatement:

@@ -87,6 +87,9 @@ def _register(statement: Statement, library: _Library) -> None:
         if parsed.value is not None:
             library.settings[parsed.key] = parsed.value
         return
+    if isinstance(parsed, env.FunctionStatement):
+        _function(statement, text)
+        return
     if isinstance(parsed, env.UseStatement):
         registry = active_registry()
         scope = library.scope or UseScope(None, registry.schema, registry.catalog, registry.schema)
@@ -104,6 +107,28 @@ def _register(statement: Statement, library: _Library) -> None:
             exc.file, exc.line = statement.file, statement.line
             exc.args = (exc.render(),)
         raise
+
+
+def _function(statement: Statement, text: str) -> None:
+    """Create the SQL function of a ``CREATE FUNCTION`` statement now, through the pipeline's ``spark`` (which
+    keeps a Unity Catalog name's function where the framework's catalog finds it); loaded without Spark
+    (``validate --static``) the statement is Spark's to check when the pipeline runs."""
+    from pyspark.errors import PySparkException
+
+    from framework.sql.functions import function_name
+
+    spark = getattr(builtins, "spark", None)
+    if spark is None or not callable(getattr(type(spark), "sql", None)):
+        return
+    try:
+        spark.sql(text)
+    except PySparkException as exc:  # Spark's parse or analysis error, reported with the statement's place
+        line, column = statement.position(0)
+        name = function_name(text)
+        what = ".".join(name.parts) if name is not None else "?"
+        raise SqlError(f"CREATE FUNCTION {what} failed (the schema of a Unity Catalog name must exist): {exc}",
+                       code="SQL_FUNCTION_ERROR", file=statement.file,
+                       line=line, column=column) from None
 
 
 def _substitute(statement: Statement, library: _Library) -> str:

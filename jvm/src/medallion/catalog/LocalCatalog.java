@@ -9,6 +9,7 @@ import java.util.Set;
 
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
@@ -16,6 +17,7 @@ import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.StagedTable;
@@ -28,6 +30,7 @@ import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.catalog.TableInfo;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.catalog.V1Table;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.execution.datasources.v2.csv.CSVDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.json.JsonDataSourceV2;
@@ -48,8 +51,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@code database-prefix} overrides {@code <catalog>__}; {@code hive_metastore} has none) and hands every call to
  * the session catalog with the identifier translated, so tables are Delta's own (reads, streaming reads, writes,
  * MERGE, time travel, DESCRIBE), and each schema's tables are listed under the catalog's name, without the prefix.
+ *
+ * <p>Functions likewise: {@code main.util.f(x)} loads the session catalog's persistent function
+ * {@code main__util.f} (a SQL function or a JVM UDF), which Spark invokes as its own (a {@code V1Function}), so
+ * SQL functions resolve under three-part names. Spark 4.2's {@code FunctionCatalog} cannot create functions:
+ * {@code CREATE FUNCTION main.util.f} is given the session catalog's name by the framework
+ * ({@code framework/sql/functions.py}).
  */
-public final class LocalCatalog implements StagingTableCatalog, SupportsNamespaces {
+public final class LocalCatalog implements StagingTableCatalog, SupportsNamespaces, FunctionCatalog {
     private String name;
     private String prefix;
 
@@ -334,5 +343,29 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
     public StagedTable stageCreateOrReplace(Identifier ident, Column[] columns, Transform[] partitions,
                                             Map<String, String> properties) throws NoSuchNamespaceException {
         return staging().stageCreateOrReplace(localForCreate(ident), columns, partitions, delta(properties));
+    }
+
+    // ---------------------------------------------------------------------------------------- functions
+    private FunctionCatalog functions() {
+        return (FunctionCatalog) session();
+    }
+
+    @Override
+    public Identifier[] listFunctions(String[] namespace) throws NoSuchNamespaceException {
+        Identifier[] found = functions().listFunctions(database(namespace));
+        Identifier[] out = new Identifier[found.length];
+        for (int i = 0; i < found.length; i++) {
+            out[i] = Identifier.of(namespace, found[i].name());
+        }
+        return out;
+    }
+
+    @Override
+    public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
+        if (ident.namespace().length != 1) {
+            throw new NoSuchFunctionException(ident);
+        }
+        return functions().loadFunction(
+            Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name()));
     }
 }
