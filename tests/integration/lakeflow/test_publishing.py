@@ -169,3 +169,39 @@ def test_use_schema_and_use_catalog_scope_the_statements_after_them(spark: Spark
               ("sales.base", "main.reporting.r1", "reporting.r2", "reporting.r3", "dev.default.d1", "dev.marts.d2")}
     assert values == {"sales.base": 1, "main.reporting.r1": 2, "reporting.r2": 20, "reporting.r3": 20,
                       "dev.default.d1": 20, "dev.marts.d2": 21}
+
+
+JDBC_PYTHON = """
+from pyspark import pipelines as dp
+
+@dp.materialized_view
+def regions_python():
+    return spark.read.table("ops.ref.regions").where("id > 1")
+
+@dp.materialized_view
+def regions_sql():
+    return spark.sql("SELECT name FROM ops.ref.regions WHERE id = 1")
+"""
+
+
+def test_a_jdbc_table_in_another_catalog_is_read(spark: SparkSession, tmp_path: Path) -> None:
+    """A spec ``tables:`` entry with ``format: jdbc`` named in a catalog other than the pipeline's reads through
+    the catalog plugin (Spark's V2 JDBC table over the same options), in Python and SQL; here over an in-memory
+    Derby database, whose driver comes with pyspark."""
+    url = f"jdbc:derby:memory:uc36_{tmp_path.name};create=true"
+    spark.createDataFrame([(1, "eu"), (2, "us"), (3, "apac")], "ID INT, NAME STRING").write.jdbc(url, "REGIONS")
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "flows.py").write_text(JDBC_PYTHON)
+    (tmp_path / "pipeline" / "counted.sql").write_text(
+        "CREATE OR REFRESH MATERIALIZED VIEW counted AS SELECT count(*) AS n FROM ops.ref.regions;\n")
+    raw = {"name": "jdbc_catalog", "libraries": [{"glob": {"include": "pipeline/**"}}], "storage": "storage",
+           "catalog": "main", "schema": "sales",
+           "tables": {"ops.ref.regions": {"format": "jdbc", "url": url, "dbtable": "REGIONS",
+                                          "driver": "org.apache.derby.jdbc.EmbeddedDriver"}}}
+    spec = parse_spec(raw, source=str(tmp_path / "spec.yaml"), default_root=tmp_path)
+    result = run_update(spec, UpdateOptions(), spark=spark)
+    assert result.succeeded, result.error or [f.error for f in result.flows]
+    assert sorted(r[1] for r in spark.read.table("sales.regions_python").collect()) == ["apac", "us"]
+    assert spark.read.table("sales.regions_sql").collect()[0][0] == "eu"
+    assert spark.read.table("sales.counted").collect()[0][0] == 3
+    assert spark.sql("SELECT name FROM ops.ref.regions WHERE id = 2").collect()[0][0] == "us"  # after the run

@@ -32,7 +32,10 @@ import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.catalog.V1Table;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.execution.datasources.jdbc.JDBCOptions;
+import org.apache.spark.sql.execution.datasources.jdbc.JDBCRelation;
 import org.apache.spark.sql.execution.datasources.v2.csv.CSVDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.jdbc.JDBCTable;
 import org.apache.spark.sql.execution.datasources.v2.json.JsonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.orc.OrcDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetDataSourceV2;
@@ -214,11 +217,14 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
         }
         CatalogTable v1 = ((V1Table) table).catalogTable();
         String provider = v1.provider().isDefined() ? v1.provider().get().toLowerCase(Locale.ROOT) : "";
+        if (JDBC.contains(provider)) {
+            return jdbc(v1);
+        }
         TableProvider source = fileSource(provider);
         if (source == null) {
             throw new UnsupportedOperationException("table " + v1.identifier().unquotedString() + " (" + provider
-                + ") can be read only through a one- or two-part name locally: a Unity Catalog name reads Delta "
-                + "and file tables");
+                + ") can be read only through a one- or two-part name locally: a Unity Catalog name reads Delta, "
+                + "file and JDBC tables");
         }
         Map<String, String> options = new HashMap<>(CollectionConverters.asJava(v1.storage().properties()));
         if (v1.storage().locationUri().isDefined()) {
@@ -227,6 +233,27 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
         StructType schema = v1.schema().isEmpty()
             ? source.inferSchema(new CaseInsensitiveStringMap(options)) : v1.schema();
         return source.getTable(schema, new Transform[0], options);
+    }
+
+    private static final Set<String> JDBC = Set.of("jdbc", "org.apache.spark.sql.jdbc",
+        "org.apache.spark.sql.execution.datasources.jdbc.jdbcrelationprovider");
+
+    /**
+     * A JDBC table (a spec's {@code tables:} entry with {@code format: jdbc}) as Spark's own data source V2 JDBC
+     * table over the same options (url, dbtable or query, user, ...), as {@code JDBCTableCatalog} gives it: its
+     * reads push filters and columns down as the V1 relation's do.
+     */
+    private static Table jdbc(CatalogTable v1) {
+        Map<String, String> options = new HashMap<>(CollectionConverters.asJava(v1.storage().properties()));
+        scala.collection.immutable.Map<String, String> scalaOptions =
+            scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(options));
+        JDBCOptions jdbcOptions = new JDBCOptions(scalaOptions);
+        StructType schema = v1.schema().isEmpty()
+            ? JDBCRelation.getSchema(SparkSession.active().sessionState().conf().resolver(), jdbcOptions)
+            : v1.schema();
+        Identifier ident = Identifier.of(new String[] {v1.identifier().database().getOrElse(() -> "default")},
+            v1.identifier().table());
+        return JDBCTable.apply(ident, schema, jdbcOptions, JDBCTable.apply$default$4());
     }
 
     private static TableProvider fileSource(String provider) {
