@@ -234,11 +234,15 @@ def _append(spark: SparkSession, path: str, events: list[dict[str, Any]]) -> Non
     """One commit of ``events``: written by the driver (``framework.storage.driver``, milliseconds), or through
     Spark when the table needs Delta's own writer (a protocol or schema the driver's appender does not write)."""
     from framework.storage.driver import NeedsSpark, append_rows
+    from framework.storage.policy import choose
 
-    try:
-        append_rows(path, event_log_schema(), events)
-    except NeedsSpark:
-        _spark_append(spark, path, events)
+    if choose(path, event_log_schema(), kind="log", data_bytes=0, max_bytes=0).driver:
+        try:
+            append_rows(path, event_log_schema(), events)
+            return
+        except NeedsSpark:  # a protocol, layout or schema only Delta writes: found when the commit is built
+            pass
+    _spark_append(spark, path, events)
 
 
 def checkpoint_event_log(spark: SparkSession, path: str) -> None:

@@ -35,26 +35,10 @@ if TYPE_CHECKING:
 
 def small_version(ctx: TargetContext) -> int | None:
     """The target's version when the driver may commit its next batch (see above); None: MERGE it."""
-    import json
+    from framework.storage.policy import choose
 
-    from pyspark.sql.types import StructType
-
-    from framework.storage.driver import NeedsSpark, check_writable
-    from framework.storage.plain import arrow_writable, plain_files
-
-    found = plain_files(ctx.target_path, ctx.small_bytes)  # no live deletion vector, small enough
-    if found is None:
-        return None
-    configuration = found.metadata.get("configuration") or {}
-    if str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true":
-        return None
-    if not arrow_writable(StructType.fromJson(json.loads(found.metadata["schemaString"]))):
-        return None
-    try:
-        check_writable(found.protocol, found.metadata)
-    except NeedsSpark:
-        return None
-    return found.version
+    choice = choose(ctx.target_path, None, kind="rewrite", data_bytes=0, max_bytes=ctx.small_bytes)
+    return choice.version if choice.driver else None
 
 
 def read_pinned(ctx: TargetContext, path: str) -> DataFrame | None:
@@ -104,9 +88,8 @@ def create_small(ctx: TargetContext, schema: StructType, rows: Any, txn: tuple[s
     ``TxnWriter.append`` does through Spark: the same table properties and ``txn``. False when Spark must."""
     from framework.cdc.storage import TABLE_PROPERTIES, replace_pending
     from framework.storage.driver import NeedsSpark, append_arrow
-    from framework.storage.plain import arrow_writable
 
-    if ctx.small_bytes <= 0 or not arrow_writable(schema) or replace_pending(ctx.target_path):
+    if replace_pending(ctx.target_path) or not _driver_appends(ctx, ctx.target_path, schema, rows):
         return False
     try:
         append_arrow(ctx.target_path, schema, rows, txn=txn, configuration=dict(TABLE_PROPERTIES))
@@ -120,9 +103,8 @@ def append_small(ctx: TargetContext, path: str, schema: StructType, rows: Any, t
     Spark must append them."""
     from framework.cdc.storage import replace_pending
     from framework.storage.driver import NeedsSpark, append_arrow, checkpoint_if_due
-    from framework.storage.plain import arrow_writable
 
-    if ctx.small_bytes <= 0 or not arrow_writable(schema) or replace_pending(path):
+    if replace_pending(path) or not _driver_appends(ctx, path, schema, rows):
         return False
     try:
         append_arrow(path, schema, rows, txn=txn)
@@ -130,3 +112,10 @@ def append_small(ctx: TargetContext, path: str, schema: StructType, rows: Any, t
         return False
     checkpoint_if_due(ctx.spark, path)
     return True
+
+
+def _driver_appends(ctx: TargetContext, path: str, schema: StructType, rows: Any) -> bool:
+    """Whether the storage policy lets the driver append the Arrow ``rows`` to the table at ``path``."""
+    from framework.storage.policy import choose
+
+    return choose(path, schema, kind="append", data_bytes=int(rows.nbytes), max_bytes=ctx.small_bytes).driver

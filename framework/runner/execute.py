@@ -23,6 +23,7 @@ from framework.runner.scheduler import COMPLETED, EXCLUDED, Scheduler
 from framework.runner.streams import allow_starts, refuse_starts, stop_active_queries
 from framework.runner.ticker import ticking
 from framework.storage.log import committers_since, has_commit, latest_version
+from framework.storage.policy import spark_reason
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -249,6 +250,7 @@ def _count_commits(part: FlowResult, path: str | None, before: int | None) -> No
     the other's commits too."""
     if path is not None:
         part.commits = committers_since(path, before)
+        part.spark_commit_reason = spark_reason(path) if part.commits.get("spark") else None
 
 
 def _clean_sources(executor: FlowExecutor) -> None:

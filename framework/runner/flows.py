@@ -31,10 +31,11 @@ from framework.runner.reads import ExecuteReader, ReadRouter, SourceKey, ViewChe
 from framework.runner.results import FlowResult, source_offsets
 from framework.runner.streams import clear_partial_writes, output_mode, start_query
 from framework.storage import state_files
-from framework.storage.appends import BatchAppender, driver_may_append
+from framework.storage.appends import BatchAppender
 from framework.storage.driver import NeedsSpark, set_properties
 from framework.storage.log import has_commit, latest_metadata
 from framework.storage.overwrites import overwrite_small
+from framework.storage.policy import for_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -392,7 +393,8 @@ class FlowExecutor:
         mode = output_mode(out)  # complete for aggregations without a watermark, as DLT does
         writer = (out.writeStream.outputMode(mode).option("checkpointLocation", checkpoint)
                   .trigger(**self.trigger).queryName(self.flow.name))
-        if driver_may_append(self._plain_layout(), mode, self.env.small_input_bytes):
+        if for_stream(path, plain_layout=self._plain_layout(), output_mode=mode,
+                      max_bytes=self.env.small_input_bytes).driver:
             assert self.dataset is not None
             appender = BatchAppender(path, checkpoint, self.env.small_input_bytes, self._delta_options(),
                                      self.dataset.comment, {str(k): str(v) for k, v in

@@ -258,6 +258,8 @@ class EventLogListener(ProgressListener):
             details["sources"] = result.sources
         if result.commits:  # which engine committed the flow's writes (framework/storage/log.py committers_since)
             details["commits"] = dict(result.commits)
+        if result.spark_commit_reason:
+            details["spark_commit_reason"] = result.spark_commit_reason
         quality = result.data_quality()
         if quality is not None:
             details["data_quality"] = quality

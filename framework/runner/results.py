@@ -32,6 +32,7 @@ class FlowResult:
     attempts: int = 1
     sources: list[dict[str, Any]] = field(default_factory=list)  # per source: start and end offsets
     commits: dict[str, int] = field(default_factory=dict)  # commits to the target per engine: driver, spark
+    spark_commit_reason: str | None = None  # why the storage policy last chose Spark (framework/storage/policy.py)
     planning: dict[str, Any] | None = None  # a materialized view's planning_information (framework/incremental)
 
     def metrics(self) -> dict[str, Any]:
@@ -64,6 +65,7 @@ class FlowResult:
         self.sources = add_sources(self.sources, other.sources)
         for engine, count in other.commits.items():
             self.commits[engine] = self.commits.get(engine, 0) + count
+        self.spark_commit_reason = other.spark_commit_reason or self.spark_commit_reason
 
     @property
     def rows_out(self) -> int | None:

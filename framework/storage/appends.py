@@ -7,7 +7,7 @@ batch is collected as Arrow and committed by the driver (``framework.storage.dri
 pipeline pays it for four tables in every update.
 
 A streaming table whose layout the driver writes (no partitions, clustering, declared schema or ``delta.*``
-property: :func:`driver_may_append`) is written through ``foreachBatch`` with :class:`BatchAppender`. Each batch
+property, on the local file system: :func:`framework.storage.policy.for_stream`) is written through ``foreachBatch`` with :class:`BatchAppender`. Each batch
 whose estimated size, added to the table's live files, stays within ``small_updates.max_input_bytes`` (64 MiB) and
 whose columns match the table's is collected and appended by the driver; any other batch (larger, a new column
 from schema evolution, a table only Delta writes) is written by Spark as the sink would, with ``mergeSchema``.
@@ -21,20 +21,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.storage import state_files
-from framework.storage.url import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-
-def driver_may_append(layout_is_plain: bool, output_mode: str, max_bytes: int) -> bool:
-    """Whether a streaming table's batches may go through :class:`BatchAppender`: a plain layout (see the
-    module), append output mode (complete mode rewrites the table) and a size limit that is set."""
-    return layout_is_plain and output_mode == "append" and max_bytes > 0
 
 
 @dataclass
@@ -79,28 +71,12 @@ class BatchAppender:
             checkpoint_if_due(batch.sparkSession, self.path)
 
     def _small(self, batch: DataFrame) -> bool:
-        """Whether the driver commits this batch: small, of columns it writes, into a table it may write whose
-        schema is the batch's (nothing is executed)."""
-        from pyspark.sql.types import StructType
+        """Whether the driver commits this batch (:func:`framework.storage.policy.choose`; nothing is executed)."""
+        from framework.storage.plain import input_bytes
+        from framework.storage.policy import choose
 
-        from framework.storage.driver import NeedsSpark, check_writable
-        from framework.storage.plain import arrow_writable, input_bytes, nullable, plain_files
-
-        if not is_local(self.path) or not arrow_writable(batch.schema):  # s3a: Spark's S3 log store commits
-            return False
-        size = input_bytes(batch)
-        if size > self.max_bytes:
-            return False
-        if not (Path(self.path) / "_delta_log").is_dir():
-            return True
-        found = plain_files(self.path, self.max_bytes - size)
-        if found is None:
-            return False
-        try:
-            check_writable(found.protocol, found.metadata)
-        except NeedsSpark:
-            return False
-        return StructType.fromJson(json.loads(found.metadata["schemaString"])) == nullable(batch.schema)
+        return choose(self.path, batch.schema, kind="append", data_bytes=lambda: input_bytes(batch),
+                      max_bytes=self.max_bytes).driver
 
     def _spark_append(self, batch: DataFrame, txn: tuple[str, int]) -> None:
         """Append through Delta's writer, as Delta's streaming sink would (same ``txn``, schema merged)."""

@@ -207,12 +207,14 @@ def check_writable(protocol: dict[str, Any] | None, metadata: dict[str, Any] | N
     _check_metadata(metadata, None)
 
 
-def check_overwrite(path: str | Path, schema: StructType) -> None:
-    """Raise :class:`NeedsSpark` when :func:`overwrite_arrow` would refuse the table (nothing is written)."""
+def check_overwrite(path: str | Path, schema: StructType) -> int:
+    """The table's version (-1: none yet); :class:`NeedsSpark` when :func:`overwrite_arrow` would refuse the
+    table (nothing is written)."""
     table = _local_table(path)
     version, _protocol, _metadata = _current(table, nullable(schema), require_schema=False)
     if version >= 0:
         _replayed(table)
+    return version
 
 
 def _commit(table: Path, schema: StructType, actions: Any, written: list[dict[str, Any]], *, mode: str,

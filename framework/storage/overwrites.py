@@ -28,16 +28,11 @@ def overwrite_small(df: DataFrame, path: str, max_bytes: int, *, description: st
                     configuration: dict[str, Any], txn: tuple[str, int] | None = None) -> bool:
     """Recompute ``df`` into the Delta table at ``path`` through the driver when its inputs are small and the
     table allows it; False (nothing done) when Spark must write it."""
-    from framework.storage.driver import NeedsSpark, check_overwrite, checkpoint_if_due, overwrite_arrow
-    from framework.storage.plain import arrow_writable, input_bytes
+    from framework.storage.driver import NeedsSpark, checkpoint_if_due, overwrite_arrow
+    from framework.storage.plain import input_bytes
+    from framework.storage.policy import choose
 
-    if max_bytes <= 0 or not arrow_writable(df.schema):
-        return False
-    try:
-        check_overwrite(path, df.schema)
-    except NeedsSpark:
-        return False
-    if input_bytes(df) > max_bytes:
+    if not choose(path, df.schema, kind="overwrite", data_bytes=lambda: input_bytes(df), max_bytes=max_bytes).driver:
         return False
     data = df.toArrow()
     try:

@@ -214,3 +214,6 @@ def test_flow_progress_says_which_engine_committed(spark: SparkSession, written:
                  if progress["status"] == "COMPLETED"]
     # update 1 and 3: small batches, committed by the driver; update 2: forced through Spark
     assert [c.get("commits") for c in completed] == [{"driver": 1}, {"spark": 1}, {"driver": 1}]
+    # the storage policy's reason for the one Spark commit (framework/storage/policy.py)
+    reasons = [c.get("spark_commit_reason") for c in completed]
+    assert reasons[0] is None and reasons[2] is None and "max_input_bytes" in reasons[1], reasons
