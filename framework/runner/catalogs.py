@@ -8,8 +8,9 @@ on three-part names as on Databricks, with no rewriting of query text. Two catal
 itself under another name (no prefix): the pipeline's own ``catalog`` (so ``main.sales.orders`` and
 ``sales.orders`` are one table, as when the current catalog is ``main``) and ``hive_metastore``.
 
-A catalog is registered on first use and stays as registered for the session's life (Spark keeps the plugin):
-in a warm session, a catalog first used as another pipeline's non-default catalog keeps its prefix.
+A catalog is registered on first use; Spark keeps the plugin for the session's life, but the plugin reads its
+prefix from the session's settings at each call and every update sets them for its own pipeline
+(``align_catalogs``), so in a warm session a later pipeline with another catalog maps each catalog its own way.
 """
 
 from __future__ import annotations
@@ -68,8 +69,24 @@ def is_alias(spark: SparkSession, name: str) -> bool:
     return name.lower() == SESSION_CATALOG or spark.conf.get(f"spark.sql.catalog.{name}.database-prefix", None) == ""
 
 
+def align_catalogs(spark: SparkSession, default: str | None) -> None:
+    """Map every catalog registered so far as a pipeline with catalog ``default`` does (see the module's
+    docstring): the plugin reads its prefix from these settings at each call, so a warm session's earlier
+    pipeline leaves no mapping behind."""
+    for key, value in dict(spark.conf.getAll).items():
+        if value != PLUGIN or not key.startswith("spark.sql.catalog.") or key.count(".") != 3:
+            continue
+        name = key.rsplit(".", 1)[1]
+        if name.lower() in ALIASES or (default is not None and name.lower() == default.lower()):
+            spark.conf.set(f"{key}.database-prefix", "")
+        else:
+            spark.conf.unset(f"{key}.database-prefix")
+
+
 def ensure_catalogs(spark: SparkSession, spec: PipelineSpec, names: Iterable[str] = ()) -> None:
-    """Register the pipeline's catalog and the catalogs of ``names`` (three-part names; others are skipped)."""
+    """Register the pipeline's catalog and the catalogs of ``names`` (three-part names; others are skipped),
+    after mapping the catalogs an earlier pipeline of the session registered as this one does."""
+    align_catalogs(spark, spec.catalog)
     if spec.catalog:
         ensure_catalog(spark, spec.catalog, default=spec.catalog)
     for name in names:

@@ -63,17 +63,28 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class LocalCatalog implements StagingTableCatalog, SupportsNamespaces, FunctionCatalog {
     private String name;
-    private String prefix;
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {
         this.name = name;
-        this.prefix = options.containsKey("database-prefix") ? options.get("database-prefix") : name + "__";
     }
 
     @Override
     public String name() {
         return name;
+    }
+
+    /**
+     * The database prefix of this catalog's schemas, read from the session's settings at each call: Spark keeps a
+     * catalog plugin for the session's life, and in a warm session ({@code medallion serve}) a later pipeline may
+     * map the catalog otherwise (its own catalog is the session catalog under its name, another's has
+     * {@code <catalog>__}); the framework sets {@code spark.sql.catalog.<name>.database-prefix} (or unsets it: the
+     * default) at every update ({@code framework/runner/catalogs.py}).
+     */
+    private String prefix() {
+        String key = "spark.sql.catalog." + name + ".database-prefix";
+        String value = SparkSession.active().sessionState().conf().getConfString(key, null);
+        return value != null ? value : name + "__";
     }
 
     @Override
@@ -102,14 +113,14 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
         if (namespace.length != 1) {
             throw new NoSuchNamespaceException(namespace);
         }
-        return new String[] {prefix + namespace[0]};
+        return new String[] {prefix() + namespace[0]};
     }
 
     private Identifier local(Identifier ident) throws NoSuchTableException {
         if (ident.namespace().length != 1) {
             throw new NoSuchTableException(ident);
         }
-        return Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name());
+        return Identifier.of(new String[] {prefix() + ident.namespace()[0]}, ident.name());
     }
 
     private Identifier localForCreate(Identifier ident) throws NoSuchNamespaceException {
@@ -139,8 +150,8 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
     public String[][] listNamespaces() throws NoSuchNamespaceException {
         List<String[]> out = new ArrayList<>();
         for (String[] ns : namespaces().listNamespaces()) {
-            if (ns.length == 1 && ns[0].startsWith(prefix) && ns[0].length() > prefix.length()) {
-                out.add(new String[] {ns[0].substring(prefix.length())});
+            if (ns.length == 1 && ns[0].startsWith(prefix()) && ns[0].length() > prefix().length()) {
+                out.add(new String[] {ns[0].substring(prefix().length())});
             }
         }
         return out.toArray(new String[0][]);
@@ -157,7 +168,7 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
 
     @Override
     public boolean namespaceExists(String[] namespace) {
-        return namespace.length == 1 && namespaces().namespaceExists(new String[] {prefix + namespace[0]});
+        return namespace.length == 1 && namespaces().namespaceExists(new String[] {prefix() + namespace[0]});
     }
 
     @Override
@@ -172,7 +183,7 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
             throw new IllegalArgumentException("a schema of catalog " + name + " has one part: "
                 + String.join(".", namespace));
         }
-        namespaces().createNamespace(new String[] {prefix + namespace[0]}, metadata);
+        namespaces().createNamespace(new String[] {prefix() + namespace[0]}, metadata);
     }
 
     @Override
@@ -280,14 +291,14 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
     @Override
     public void invalidateTable(Identifier ident) {
         if (ident.namespace().length == 1) {
-            tables().invalidateTable(Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name()));
+            tables().invalidateTable(Identifier.of(new String[] {prefix() + ident.namespace()[0]}, ident.name()));
         }
     }
 
     @Override
     public boolean tableExists(Identifier ident) {
         return ident.namespace().length == 1
-            && tables().tableExists(Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name()));
+            && tables().tableExists(Identifier.of(new String[] {prefix() + ident.namespace()[0]}, ident.name()));
     }
 
     @Override
@@ -319,13 +330,13 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
     @Override
     public boolean dropTable(Identifier ident) {
         return ident.namespace().length == 1
-            && tables().dropTable(Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name()));
+            && tables().dropTable(Identifier.of(new String[] {prefix() + ident.namespace()[0]}, ident.name()));
     }
 
     @Override
     public boolean purgeTable(Identifier ident) {
         return ident.namespace().length == 1
-            && tables().purgeTable(Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name()));
+            && tables().purgeTable(Identifier.of(new String[] {prefix() + ident.namespace()[0]}, ident.name()));
     }
 
     @Override
@@ -393,6 +404,6 @@ public final class LocalCatalog implements StagingTableCatalog, SupportsNamespac
             throw new NoSuchFunctionException(ident);
         }
         return functions().loadFunction(
-            Identifier.of(new String[] {prefix + ident.namespace()[0]}, ident.name()));
+            Identifier.of(new String[] {prefix() + ident.namespace()[0]}, ident.name()));
     }
 }
