@@ -36,13 +36,13 @@ from framework.cdc.storage import (
     create_table,
     delta_exists,
     last_txn_version,
-    local_path,
     remove_tree,
     write_metadata,
 )
 from framework.cdc.target import CdcTargetBase, check_metadata, describe_spec
 from framework.declarations import ApplyChangesFromSnapshot
 from framework.errors import CdcError
+from framework.storage import state_files
 
 STATE_FILE = "snapshot_state.json"
 APP_ID = "apply_changes_from_snapshot"
@@ -114,18 +114,13 @@ class SnapshotTarget(CdcTargetBase):
         remove_tree(self.state_path)
 
     def _state(self) -> dict[str, Any]:
-        file = local_path(self.state_path) / STATE_FILE
-        if not file.is_file():
-            return {}
-        loaded: dict[str, Any] = json.loads(file.read_text())
+        file = f"{self.state_path.rstrip('/')}/{STATE_FILE}"
+        loaded: dict[str, Any] = json.loads(state_files.read_text(file)) if state_files.exists(file) else {}
         return loaded
 
     def _save_state(self, version: Any, count: int) -> None:
-        folder = local_path(self.state_path)
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps({"version": encode_version(version), "count": count}))
-        tmp.replace(folder / STATE_FILE)
+        state = json.dumps({"version": encode_version(version), "count": count})
+        state_files.write_text(f"{self.state_path.rstrip('/')}/{STATE_FILE}", state)
 
     def latest_version(self) -> Any:
         """The last processed snapshot version, or None before the first snapshot."""

@@ -10,9 +10,7 @@ flows that share the caller's session never see them.
 from __future__ import annotations
 
 import json
-import shutil
 import threading
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -20,7 +18,7 @@ from pyspark.sql.types import StructType
 
 from framework import internals
 from framework.storage import state_files
-from framework.storage.url import is_local
+from framework.storage.log import has_log
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -31,19 +29,14 @@ METADATA_FILE = "cdc_target.json"
 REPLACE_MARK = "_medallion_replace"
 
 
-def local_path(path: str) -> Path:
-    """A local filesystem path from a plain path or a ``file:`` URI."""
-    return Path(path[len("file:"):] if path.startswith("file:") else path)
-
-
 def has_delta_log(path: str) -> bool:
     """True when ``path`` holds a Delta table, truncated by a full refresh or not."""
-    return (local_path(path) / "_delta_log").is_dir()
+    return has_log(path)
 
 
 def replace_pending(path: str) -> bool:
     """True when a full refresh truncated the table at ``path`` and nothing was written to it since."""
-    return (local_path(path) / REPLACE_MARK).is_file()
+    return state_files.exists(f"{path.rstrip('/')}/{REPLACE_MARK}")
 
 
 def delta_exists(spark: SparkSession, path: str) -> bool:
@@ -53,7 +46,7 @@ def delta_exists(spark: SparkSession, path: str) -> bool:
 
 
 def _replaced(path: str) -> None:
-    (local_path(path) / REPLACE_MARK).unlink(missing_ok=True)
+    state_files.remove(f"{path.rstrip('/')}/{REPLACE_MARK}")
 
 
 def create_table(spark: SparkSession, path: str, schema: StructType) -> None:
@@ -80,28 +73,25 @@ def truncate_for_refresh(spark: SparkSession, path: str) -> None:
 
     if not has_delta_log(path):
         return
-    (local_path(path) / REPLACE_MARK).touch()
+    state_files.write_text(f"{path.rstrip('/')}/{REPLACE_MARK}", "")
     DeltaTable.forPath(spark, path).delete()
 
 
 def refresh_state(spark: SparkSession, state_path: str) -> None:
     """Full refresh of a CDC target's hidden state folder: its Delta tables truncated (``truncate_for_refresh``),
     every other file (metadata, snapshot progress) deleted."""
-    folder = local_path(state_path)
-    if not folder.is_dir():
-        return
-    for child in folder.iterdir():
-        if child.is_dir() and (child / "_delta_log").is_dir():
-            truncate_for_refresh(spark, str(child))
-        elif child.is_dir():
-            shutil.rmtree(child)
+    folder = state_path.rstrip("/")
+    for name in state_files.names(folder):
+        child = f"{folder}/{name}"
+        if has_log(child):
+            truncate_for_refresh(spark, child)
         else:
-            child.unlink()
+            state_files.remove(child)
 
 
 def remove_tree(path: str) -> None:
-    """Delete a folder if it exists."""
-    shutil.rmtree(local_path(path), ignore_errors=True)
+    """Delete a folder if it exists, local or on an object store."""
+    state_files.remove(path)
 
 
 _child_sessions = threading.local()
@@ -188,34 +178,21 @@ def _snapshot(spark: SparkSession, path: str) -> Any:
 def last_txn_version(spark: SparkSession, path: str, app_id: str) -> int | None:
     """The last ``txnVersion`` committed by ``app_id`` into the Delta table at ``path`` (from the log; a full
     refresh's truncation keeps the table's transactions); local or on an object store."""
-    if not state_files.exists(f"{path.rstrip('/')}/_delta_log"):
+    if not has_log(path):
         return None
     option = _snapshot(spark, path).transactions().get(app_id)
     return int(option.get()) if option.isDefined() else None
 
 
 def read_metadata(state_path: str) -> dict[str, Any] | None:
-    """The metadata a target was built with (keys, sequence, SCD type), or None for a new target."""
-    if not is_local(state_path):  # an object store (s3a): through Hadoop, where the target's state lives
-        remote = f"{state_path.rstrip('/')}/{METADATA_FILE}"
-        found: dict[str, Any] | None = json.loads(state_files.read_text(remote)) if state_files.exists(remote) else None
-        return found
-    file = local_path(state_path) / METADATA_FILE
-    if not file.is_file():
-        return None
-    loaded: dict[str, Any] = json.loads(file.read_text())
-    return loaded
+    """The metadata a target was built with (keys, sequence, SCD type), or None for a new target; local or on an
+    object store, where the target's state lives."""
+    file = f"{state_path.rstrip('/')}/{METADATA_FILE}"
+    found: dict[str, Any] | None = json.loads(state_files.read_text(file)) if state_files.exists(file) else None
+    return found
 
 
 def write_metadata(state_path: str, metadata: dict[str, Any]) -> None:
-    """Persist the target's metadata atomically (write then rename; on an object store an object appears
-    whole)."""
+    """Persist the target's metadata atomically (``state_files.write_text``)."""
     text = json.dumps(metadata, indent=2, sort_keys=True, default=str)
-    if not is_local(state_path):
-        state_files.write_text(f"{state_path.rstrip('/')}/{METADATA_FILE}", text)
-        return
-    folder = local_path(state_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (METADATA_FILE + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(folder / METADATA_FILE)
+    state_files.write_text(f"{state_path.rstrip('/')}/{METADATA_FILE}", text)

@@ -18,7 +18,6 @@ from framework.cdc.storage import (
     TxnWriter,
     create_table,
     delta_exists,
-    local_path,
     read_metadata,
     remove_tree,
     write_metadata,
@@ -162,7 +161,7 @@ class ApplyChangesTarget(CdcTargetBase):
         """The existing target's columns: from its log on the driver (no Spark), else through Delta."""
         from framework.storage.log import protocol_and_metadata
 
-        found = protocol_and_metadata(local_path(self.target_path))
+        found = protocol_and_metadata(self.target_path)
         if found is not None and found[2] is not None:
             return [f["name"] for f in json.loads(found[2]["schemaString"])["fields"]]
         return list(self._ctx.read(self.target_path).columns)

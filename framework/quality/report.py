@@ -12,7 +12,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import PipelineError, RuleFileError
@@ -26,6 +25,9 @@ from framework.quality.quarantine import (
 from framework.quality.report_html import render_html
 from framework.quality.report_model import QuarantineSample, Report, UpdateStats, expectation_info, summarize
 from framework.quality.rules import load_rules
+from framework.storage import state_files
+from framework.storage.log import has_log
+from framework.storage.url import StoragePath, storage_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,16 +43,16 @@ MAX_VALUE_CHARS = 300
 class ReportPaths:
     """Where :func:`build_report` wrote its files."""
 
-    html: Path
-    json: Path
+    html: StoragePath
+    json: StoragePath
     update_id: str | None
 
 
 def build_report(
     spark: SparkSession,
-    storage_root: str | os.PathLike[str],
+    storage_root: str | os.PathLike[str] | StoragePath,
     update_id: str | None = None,
-    out_dir: str | os.PathLike[str] | None = None,
+    out_dir: str | os.PathLike[str] | StoragePath | None = None,
     *,
     last_updates: int = 20,
     sample_rows: int = 10,
@@ -86,17 +88,16 @@ def build_report(
         with_rule_files=with_rule_files,
         expectations=expectations,
     )
-    out = Path(out_dir) if out_dir is not None else Path(storage_root) / "reports"
-    out.mkdir(parents=True, exist_ok=True)
+    out = storage_path(str(out_dir)) if out_dir is not None else storage_path(str(storage_root)) / "reports"
     html_path, json_path = out / "dq_report.html", out / "dq_report.json"
-    html_path.write_text(render_html(report), encoding="utf-8")
-    json_path.write_text(json.dumps(report.to_json(), indent=2, default=str), encoding="utf-8")
+    state_files.write_text(str(html_path), render_html(report))  # local or on an object store
+    state_files.write_text(str(json_path), json.dumps(report.to_json(), indent=2, default=str))
     return ReportPaths(html_path, json_path, report.update.update_id if report.update else None)
 
 
 def collect_report(
     spark: SparkSession,
-    storage_root: str | os.PathLike[str],
+    storage_root: str | os.PathLike[str] | StoragePath,
     update_id: str | None = None,
     *,
     last_updates: int = 20,
@@ -105,9 +106,9 @@ def collect_report(
     expectations: Mapping[str, Iterable[Expectation]] | None = None,
 ) -> Report:
     """The report's model (see :func:`build_report`), without writing anything."""
-    root = Path(storage_root)
+    root = storage_path(str(storage_root))
     events_path = root / EVENTS_SUBPATH
-    if not (events_path / "_delta_log").is_dir():
+    if not has_log(events_path):
         raise PipelineError(
             f"no event log at {events_path}: run an update first, or pass the pipeline's storage root",
             code="EVENT_LOG_NOT_FOUND",
@@ -183,7 +184,7 @@ def _read_small(spark: SparkSession, path: str) -> DataFrame:
 
 
 def quarantine_samples(
-    spark: SparkSession, root: Path, update: UpdateStats, limit: int
+    spark: SparkSession, root: StoragePath, update: UpdateStats, limit: int
 ) -> list[QuarantineSample]:
     """Up to ``limit`` quarantined rows per dataset of ``update`` (its own rows when the table has them)."""
     from pyspark.sql import functions as F
@@ -194,7 +195,7 @@ def quarantine_samples(
     names = sorted({d.dataset for d in update.datasets} | _quarantine_tables(root))
     for dataset in names:
         table = root / TABLES_SUBPATH / f"{dataset}{QUARANTINE_SUFFIX}"
-        if dataset.endswith(QUARANTINE_SUFFIX) or not (table / "_delta_log").is_dir():
+        if dataset.endswith(QUARANTINE_SUFFIX) or not has_log(table):
             continue
         total = driver_count(str(table), UPDATE_ID_COLUMN, update.update_id)
         if total == 0:
@@ -228,11 +229,9 @@ def quarantine_samples(
     return samples
 
 
-def _quarantine_tables(root: Path) -> set[str]:
-    tables = root / TABLES_SUBPATH
-    if not tables.is_dir():
-        return set()
-    return {p.name[: -len(QUARANTINE_SUFFIX)] for p in tables.iterdir() if p.name.endswith(QUARANTINE_SUFFIX)}
+def _quarantine_tables(root: StoragePath) -> set[str]:
+    names = state_files.names(str(root / TABLES_SUBPATH))
+    return {name[: -len(QUARANTINE_SUFFIX)] for name in names if name.endswith(QUARANTINE_SUFFIX)}
 
 
 def _rule_info(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.dbutils import LocalSecrets
-from framework.errors import ObjectStoreError
 from framework.paths import PathMapper
 from framework.registry import Registry, normalize_name
 from framework.secret_refs import resolve_references
 from framework.settings import load_local_settings
+from framework.storage.url import StoragePath, storage_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,6 +36,8 @@ class UpdateEnvironment:
     update_time: datetime
     configuration: dict[str, str] = field(default_factory=dict)
     small_input_bytes: int = 0  # small_updates.max_input_bytes of conf/spark.yaml (small views: storage/overwrites.py)
+    # REPLACE WHERE predicate overrides of this update (lower-case flow name -> predicate; replace_where.py)
+    replace_where_overrides: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def create(cls, spec: PipelineSpec, spark: SparkSession, update_id: str, *,
@@ -89,14 +90,10 @@ class UpdateEnvironment:
         """The APPLY CHANGES state of a target (tombstones, sequence high-water marks)."""
         return str(self.spec.storage / "system" / "apply_changes" / target_key)
 
-    def dataset_state(self, key: str) -> list[Path]:
-        """Every folder of state a full refresh of dataset ``key`` clears (besides the table itself)."""
-        spec, storage = self.spec, self.spec.storage
-        if not isinstance(storage, Path):
-            raise ObjectStoreError(f"a full refresh of {key} clears its checkpoints and state under "
-                                   f"{spec.storage}, which the framework does on local storage only: delete "
-                                   f"{spec.checkpoints_dir / key} and {spec.tables_dir / key} yourself",
-                                   code="OBJECT_STORE_UNSUPPORTED", path=str(spec.storage))
-        return [storage / "checkpoints" / key, storage / "autoloader" / key, Path(self.cdc_state_path(key))]
+    def dataset_state(self, key: str) -> list[StoragePath]:
+        """Every folder of state a full refresh of dataset ``key`` clears (besides the table itself), local or on
+        an object store."""
+        storage = self.spec.storage
+        return [storage / "checkpoints" / key, storage / "autoloader" / key, storage_path(self.cdc_state_path(key))]
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from framework.declarations import DatasetKind
 from framework.errors import UpdateError
 from framework.registry import normalize_name
+from framework.storage import state_files
 from framework.storage.log import has_commit
 
 if TYPE_CHECKING:
@@ -60,26 +59,26 @@ def clear_dataset(env: UpdateEnvironment, graph: PipelineGraph, key: str, output
     from framework.cdc.storage import refresh_state, truncate_for_refresh
 
     registry = graph.registry
-    cdc_state = Path(env.cdc_state_path(key))
+    cdc_state = str(env.cdc_state_path(key))
     for path in env.dataset_state(key):
-        if path == cdc_state:
+        if str(path) == cdc_state:
             refresh_state(env.spark, str(path))  # its tables truncated, their history kept
-        elif path.exists():
-            shutil.rmtree(path)
+        else:
+            state_files.remove(str(path))
     if key not in registry.datasets:
         return
-    table = Path(env.table_path(registry, key))
+    table = env.table_path(registry, key)
     kind = graph.kinds.get(key)
     cdc = any(f.cdc is not None or f.snapshot_cdc is not None for f in registry.flows_into(key))
     if cdc and has_commit(table):
-        truncate_for_refresh(env.spark, str(table))  # the CDC writer's first write replaces it (schema included)
+        truncate_for_refresh(env.spark, table)  # the CDC writer's first write replaces it (schema included)
         return
     if has_commit(table) and kind is DatasetKind.MATERIALIZED_VIEW:
         return  # the recompute overwrites it (replacing the schema where it changed) in one commit
     if has_commit(table) and not cdc and (output is not None or registry.datasets[key].schema is not None):
-        replace_table(env.spark, str(table), registry.datasets[key], output)
-    elif table.exists():
-        shutil.rmtree(table)
+        replace_table(env.spark, table, registry.datasets[key], output)
+    else:
+        state_files.remove(table)
 
 
 def replace_table(spark: SparkSession, path: str, dataset: Dataset, output: StructType | None,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from framework.errors import ObjectStoreError, PipelineError
 from framework.runner.session import get_or_create_session
 from framework.spec import PipelineSpec
+from framework.storage.log import has_log
+from framework.storage.url import StoragePath
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,13 +29,14 @@ if TYPE_CHECKING:
 
 
 def write_reports(spec: PipelineSpec, update_id: str | None = None, out_dir: Path | None = None,
-                  gx: bool = False, registry: Registry | None = None) -> list[Path]:
+                  gx: bool = False, registry: Registry | None = None) -> list[StoragePath]:
     """Write ``dq_report.html``/``.json`` for an update (default: the latest).
 
     Args:
         spec: the pipeline's spec.
         update_id: the update to report on (default: the latest).
-        out_dir: the output folder (default: ``<storage>/reports``).
+        out_dir: the output folder (default: ``<storage>/reports``, on the object store when the storage root is
+            one).
         gx: also validate every dataset table with Great Expectations, from every expectation of the pipeline,
             and build Data Docs (``<out>/gx/<dataset>``); ``<out>/gx/mapping.json`` lists each rule's GX
             mapping and the rules left out, with the reason.
@@ -41,22 +44,27 @@ def write_reports(spec: PipelineSpec, update_id: str | None = None, out_dir: Pat
 
     Returns:
         The files written.
+
+    Raises:
+        ObjectStoreError: ``OBJECT_STORE_UNSUPPORTED`` for ``gx`` on an object-store storage root without a
+            local ``out_dir`` (Great Expectations builds Data Docs in a local folder).
     """
     from framework.paths import PathMapper
     from framework.quality.report import build_report
 
-    if not isinstance(spec.storage, Path):  # the report reads the event log's files on the driver
-        raise ObjectStoreError(f"the data-quality report reads the event log from local files; {spec.storage} is on "
-                               "an object store", code="OBJECT_STORE_UNSUPPORTED", path=str(spec.storage))
+    out: StoragePath = out_dir or spec.storage / "reports"
+    if gx and not isinstance(out, Path):
+        raise ObjectStoreError(f"Great Expectations writes its Data Docs to a local folder, and {out} is on an "
+                               "object store: pass a local --out folder for the report", code="OBJECT_STORE_UNSUPPORTED",
+                               path=str(out))
     spark = get_or_create_session()
-    out = out_dir or spec.storage / "reports"
     mapper = PathMapper.from_spec(spec.paths, spec.root)
     if registry is None:
         registry = _load_registry(spec, spark)
     declared = declared_expectations(registry) if registry is not None else {}
     paths = build_report(spark, spec.storage, update_id, out, expectations=declared)
-    written = [paths.html, paths.json]
-    if gx:
+    written: list[StoragePath] = [paths.html, paths.json]
+    if gx and isinstance(out, Path):
         written += _gx_docs(spark, spec, registry, mapper, declared, out / "gx")
     return written
 
@@ -118,11 +126,11 @@ def _table_paths(spec: PipelineSpec, registry: Registry | None, mapper: PathMapp
     tables: dict[str, Path] = {}
     tables_dir = spec.tables_dir
     if isinstance(tables_dir, Path) and tables_dir.is_dir():
-        tables.update({p.name: p for p in tables_dir.iterdir() if (p / "_delta_log").is_dir()})
+        tables.update({p.name: p for p in tables_dir.iterdir() if has_log(p)})
     for dataset in registry.datasets.values() if registry is not None else ():
         if dataset.path:
             path = Path(mapper.map(dataset.path) if mapper.is_databricks_path(dataset.path) else dataset.path)
-            if (path / "_delta_log").is_dir():
+            if has_log(path):
                 tables[dataset.name] = path
     return tables
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from framework.quality.engine import ExpectationResult, QualityMetrics
@@ -83,7 +82,7 @@ class UpdateResult:
     seconds: float
     storage: StoragePath  # a local folder or an object-store URL
     event_log: StoragePath
-    report: Path | None = None
+    report: StoragePath | None = None  # the HTML report (local, or on the object store of the storage root)
     error: BaseException | None = None
     kinds: dict[str, str] = field(default_factory=dict)
     small_update: str | None = None  # why the small_updates settings applied (conf/spark.yaml); None if not

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from framework.runner.progress import ConsoleListener, EventLogListener, Listene
 from framework.runner.proxy import SessionProxy
 from framework.runner.reads import ReadRouter
 from framework.runner.refresh import clear_dataset, refresh_targets, select_flows
+from framework.runner.replace_where import check_overrides
 from framework.runner.reset import reset_checkpoints, resettable
 from framework.runner.resolve import Resolution, Resolver
 from framework.runner.results import FlowResult, UpdateResult
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
     from framework.graph import PipelineGraph
     from framework.spec import PipelineSpec
+    from framework.storage.url import StoragePath
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class UpdateOptions:
     full_refresh_selection: tuple[str, ...] | None = None
     refresh_selection: tuple[str, ...] | None = None
     reset_checkpoint_selection: tuple[str, ...] | None = None  # flows whose checkpoints go, their data kept
+    # one-update REPLACE WHERE predicates for backfills: flow name -> predicate (replace_where.check_overrides)
+    replace_where_overrides: Mapping[str, str] | None = None
     write_report: bool = False
     max_concurrent_flows: int = 4  # flows are mostly driver-side latency on small data; 4 overlap better than 2
     out: TextIO | None = None  # progress and summary (default stderr / stdout); None for default
@@ -145,6 +150,8 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
         "full_refresh_selection": list(options.full_refresh_selection or []),
         "refresh_selection": list(options.refresh_selection or []),
         "reset_checkpoint_selection": list(options.reset_checkpoint_selection or []),
+        "replace_where_overrides": [{"flow_name": k, "predicate_override": v}
+                                    for k, v in (options.replace_where_overrides or {}).items()],
         "config": dict(spec.configuration), "development": spec.development,
         "effective_publishing_mode": publishing_mode(spec)})
     env.read_secrets()  # a secret that is not set fails the update here, with its event log and summary
@@ -163,6 +170,8 @@ def _run(env: UpdateEnvironment, options: UpdateOptions, events: EventLog, liste
                                         *(options.full_refresh_selection or ())])
         cleared = _full_refresh(env, resolution, options, selected)
         reset_checkpoints(env, graph, options.reset_checkpoint_selection or ())
+        env.replace_where_overrides.update(check_overrides(graph.registry.flows.values(),
+                                                           options.replace_where_overrides or {}))
         # A continuous update keeps the settings it started with (a small one's included) until it is stopped:
         # its streaming queries take the session's settings when they start.
         with session_conf(env.spark, _small_update(env, router, graph, listener, result)):
@@ -295,7 +304,7 @@ def validate_with_spark(spec: PipelineSpec, spark: SparkSession | None = None) -
     return resolve_pipeline(spec, spark)[1].graph
 
 
-def _write_report(spec: PipelineSpec, update_id: str, out: TextIO) -> Path | None:
+def _write_report(spec: PipelineSpec, update_id: str, out: TextIO) -> StoragePath | None:
     from framework.runner.reporting import write_reports
 
     try:
@@ -304,7 +313,7 @@ def _write_report(spec: PipelineSpec, update_id: str, out: TextIO) -> Path | Non
         print(f"warning: the data-quality report could not be written: {type(exc).__name__}: {str(exc)[:300]}",
               file=out)
         return None
-    return next((p for p in paths if p.suffix == ".html"), None)
+    return next((p for p in paths if str(p).endswith(".html")), None)
 
 
 __all__ = ["FlowResult", "GraphError", "UpdateOptions", "UpdateResult", "resolve_pipeline", "run_update",

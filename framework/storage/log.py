@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from framework.storage import state_files
-from framework.storage.url import is_local
+from framework.storage.url import StoragePath, is_local
 
 DRIVER_ENGINE_INFO = "medallion-framework driver commit"  # commitInfo.engineInfo of framework.storage.driver's commits
 MAX_COMMITS = 100  # above this, replaying the JSON commits on the driver is no longer clearly cheaper
@@ -122,6 +122,12 @@ def latest_metadata(table_path: str | Path, max_commits: int = MAX_COMMITS) -> d
     except _Unreadable:
         return None
     return None
+
+
+def has_log(table_path: str | StoragePath) -> bool:
+    """True when the folder has a Delta log (``_delta_log``), committed to or not (a full refresh's truncated
+    table, a write that failed before its first commit); local or on an object store."""
+    return state_files.exists(f"{str(table_path).rstrip('/')}/_delta_log")
 
 
 def has_commit(table_path: str | Path) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import PipelineError
+from framework.storage.log import has_log
 from framework.testing.inputs import ExternalTables, InputFiles, write_external_tables, write_inputs
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ class PipelineRun:
         if not isinstance(tables_dir, Path) or not tables_dir.is_dir():  # on an object store: read the catalog
             return None
         return next((p for p in tables_dir.iterdir() if p.name.lower() == name.lower()
-                     and (p / "_delta_log").is_dir()), None)
+                     and has_log(p)), None)
 
     @property
     def tables(self) -> Mapping[str, DataFrame]:
@@ -282,7 +283,7 @@ class _Tables(Mapping[str, "DataFrame"]):
         folder = self.run.spec.tables_dir
         if not isinstance(folder, Path) or not folder.is_dir():  # on an object store: the catalog's tables
             return sorted(row.name for row in self.run.pipeline.spark.catalog.listTables(self.run.spec.schema))
-        return sorted(p.name for p in folder.iterdir() if (p / "_delta_log").is_dir())
+        return sorted(p.name for p in folder.iterdir() if has_log(p))
 
     def __getitem__(self, name: str) -> DataFrame:
         if name not in self._names():

@@ -133,6 +133,11 @@ class S3Server:
         bucket, key = split_url(url)
         self.request("PUT", bucket, key, body.encode() if isinstance(body, str) else body)
 
+    def get_object(self, url: str) -> bytes:
+        """The body of one object, ``url`` being ``s3a://bucket/key``."""
+        bucket, key = split_url(url)
+        return self.request("GET", bucket, key)
+
     def keys(self, url: str) -> list[str]:
         """The keys under ``s3a://bucket/prefix``, relative to that prefix, sorted."""
         import xml.etree.ElementTree as ElementTree

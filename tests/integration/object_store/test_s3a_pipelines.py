@@ -159,3 +159,69 @@ def test_autoloader_streaming_table_and_view_on_s3a_match_local(spark: SparkSess
     schemas = s3_server.keys(f"{s3_prefix}/storage/autoloader")
     assert schemas, "Auto Loader's inferred schema is kept on the object store"
     _no_stray_local_folders()
+
+
+CDC_PIPELINE = '''
+import dlt
+from pyspark.sql import functions as F
+
+@dlt.table
+def changes_raw():
+    return (spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+            .option("cloudFiles.schemaHints", "customer_id BIGINT, changed_at TIMESTAMP")
+            .load(spark.conf.get("changes.landing")))
+
+dlt.create_streaming_table("customers")
+dlt.apply_changes(target="customers", source="changes_raw", keys=["customer_id"], sequence_by="changed_at",
+                  apply_as_deletes=F.expr("op = 'DELETE'"), except_column_list=["op", "_rescued_data"],
+                  stored_as_scd_type=2)
+
+@dlt.table
+def current_names():
+    return dlt.read("customers").where("__END_AT IS NULL").select("customer_id", "name")
+'''
+
+
+def _cdc_spec(folder: Path, storage: str, landing: str, spark_conf: dict[str, str], schema: str) -> PipelineSpec:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cdc.py").write_text(CDC_PIPELINE)
+    (folder / "spec.yaml").write_text(json.dumps({
+        "name": "cdc_on_s3", "libraries": [{"glob": {"include": "cdc.py"}}], "schema": schema,
+        "storage": storage, "configuration": {"changes.landing": landing}, "spark_conf": spark_conf}))
+    return load_spec(folder / "spec.yaml")
+
+
+def test_full_refresh_and_the_report_on_s3a_match_local(spark: SparkSession, s3_server: S3Server, s3_prefix: str,
+                                                         tmp_path: Path) -> None:
+    """A full refresh clears checkpoints, Auto Loader schemas and APPLY CHANGES state on the object store as it
+    does locally (the SCD 2 target is rebuilt from every file once, not on top of stale state), and the
+    data-quality report is written beside the tables on the object store."""
+    conf = s3_server.spark_conf()
+    remote = _cdc_spec(tmp_path / "remote", f"{s3_prefix}/storage", f"{s3_prefix}/changes", conf, "it_s3a_cdc")
+    local = _cdc_spec(tmp_path / "local", str(tmp_path / "storage"), str(tmp_path / "changes"), {}, "it_local_cdc")
+    for batch in BATCHES:
+        for name, text in batch.items():
+            s3_server.put_object(f"{s3_prefix}/changes/{name}", text)
+            (tmp_path / "changes" / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "changes" / name).write_text(text)
+        results = [run_update(spec, UpdateOptions(write_report=False), spark=spark) for spec in (remote, local)]
+        assert all(r.succeeded for r in results), [(f.name, f.error) for r in results for f in r.flows]
+    assert s3_server.keys(f"{s3_prefix}/storage/system/apply_changes/customers")  # the CDC state is remote too
+    columns = ("customer_id", "name", "__START_AT", "__END_AT")
+    with session_conf(spark, hadoop_runtime_conf(conf)):
+        before = _rows(spark, str(remote.tables_dir / "customers"), *columns)
+    refreshed = [run_update(spec, UpdateOptions(full_refresh=True, write_report=spec is remote), spark=spark)
+                 for spec in (remote, local)]
+    assert all(r.succeeded for r in refreshed), [(f.name, f.error) for r in refreshed for f in r.flows]
+    assert refreshed[0].flow("changes_raw").num_input_rows == 6  # every file read again, once
+    with session_conf(spark, hadoop_runtime_conf(conf)):
+        after = _rows(spark, str(remote.tables_dir / "customers"), *columns)
+        assert after == before == _rows(spark, str(local.tables_dir / "customers"), *columns)
+        assert len(after) == 5 and _rows(spark, str(remote.tables_dir / "current_names"), "customer_id", "name") \
+            == [(1, "Anna"), (3, "Cy")]
+    assert str(refreshed[0].report).startswith("s3a://")
+    reports = s3_server.keys(f"{s3_prefix}/storage/reports")
+    assert {"dq_report.html", "dq_report.json"} <= {k.rsplit("/", 1)[-1] for k in reports}, reports
+    report = json.loads(s3_server.get_object(f"{s3_prefix}/storage/reports/dq_report.json"))
+    assert report["update"]["update_id"] == refreshed[0].update_id
+    _no_stray_local_folders()
