@@ -155,6 +155,7 @@ class FlowReader(ABC):
 
     def sql_reference(self, name: str) -> str:
         """What ``LIVE.name`` in SQL becomes: a temp view over the dataset's DataFrame."""
+        self.router.live_names = True
         df = self._read(name, streaming=False, via_live=True)
         view = f"__live_{normalize_name(name)}"
         df.createOrReplaceTempView(view)
@@ -163,7 +164,7 @@ class FlowReader(ABC):
     def _read(self, name: str, *, streaming: bool, via_live: bool,
               options: Mapping[str, str] | None = None) -> DataFrame:
         self.reads.append(Read(name, streaming, via_live))
-        self.router.live_names |= via_live or NameResolver.is_live(name)
+        self.router.live_names |= NameResolver.is_live(name)  # dlt.read("x") is not the LIVE schema
         internal = self.names.internal(name)
         if internal is None:
             if via_live:
