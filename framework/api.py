@@ -279,20 +279,36 @@ def table_decorator(spelling: str) -> Callable[..., Any]:
               partition_cols: list[str] | None = None, path: str | None = None, schema: Any = None,
               temporary: bool = False, cluster_by: list[str] | None = None, row_filter: str | None = None,
               *, private: bool | None = None, cluster_by_auto: bool = False, format: str | None = None,
-              replace_using: list[str] | None = None, sequence_by: Any = None) -> Any:
+              replace_using: list[str] | None = None, sequence_by: Any = None, replace_where: Any = None) -> Any:
         """A table: a streaming table when the query is streaming, else a materialized view (with
-        ``replace_using`` and ``sequence_by``: a streaming table kept by a REPLACE USING flow)."""
+        ``replace_using`` and ``sequence_by``: a streaming table kept by a REPLACE USING flow; with
+        ``replace_where``, a SQL string or a Column: a streaming table kept by a REPLACE WHERE flow of its
+        name, which replaces the rows matching the predicate with the batch query's rows each update)."""
         location = caller_location()
         flow_options = _replace_using(replace_using, sequence_by, location, spelling)
+        kind = DatasetKind.TABLE
+        if replace_where is not None:
+            flow_options = _replace_where(replace_where, flow_options, location)
+            kind = DatasetKind.STREAMING_TABLE
         options = _table_options(location, comment=comment, spark_conf=spark_conf,
                                  table_properties=table_properties, partition_cols=partition_cols, path=path,
                                  schema=schema, private=temporary if private is None else private,
                                  cluster_by=cluster_by, cluster_by_auto=cluster_by_auto, row_filter=row_filter,
                                  format=format)
-        return _dataset_decorator(decorator=spelling, kind=DatasetKind.TABLE, query_function=query_function,
+        return _dataset_decorator(decorator=spelling, kind=kind, query_function=query_function,
                                   name=name, options=options, location=location, flow_options=flow_options)
 
     return _spelled(table, spelling)
+
+
+def _replace_where(predicate: Any, flow_options: dict[str, Any], location: SourceLocation) -> dict[str, Any]:
+    """A REPLACE WHERE flow's checked option: a non-empty SQL string or a Column, not with REPLACE USING."""
+    if flow_options:
+        raise _fail("DECLARATION_ARGUMENTS_EXCLUSIVE", location, first="replace_using", second="replace_where")
+    if (not isinstance(predicate, str) and type(predicate).__name__ != "Column") or \
+            (isinstance(predicate, str) and not predicate.strip()):
+        raise _fail("DECLARATION_REPLACE_WHERE_TYPE", location, predicate=predicate)
+    return {"replace_where": predicate}
 
 
 def _replace_using(replace_using: Any, sequence_by: Any, location: SourceLocation, decorator: str

@@ -75,19 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: <storage>/graph)")
     p.add_argument("--static", action="store_true", help="no Spark: find reads in the source code only")
 
-    p = sub.add_parser("run", help="run one triggered update")
-    _add_spec(p)
-    p.add_argument("--full-refresh", action="store_true", help="clear every table and checkpoint first")
-    p.add_argument("--full-refresh-select", default=None, metavar="A,B",
-                   help="full refresh of these datasets only")
-    p.add_argument("--select", default=None, metavar="A,B", help="refresh only these datasets")
-    p.add_argument("--reset-checkpoint-select", default=None, metavar="F,G",
-                   help="clear these streaming flows' checkpoints first (their tables keep their data)")
-    p.add_argument("--no-report", action="store_true", help="do not write the data-quality report")
-    p.add_argument("--continuous", action="store_true",
-                   help="keep running until stopped (Ctrl-C / SIGTERM), as a continuous pipeline (also the spec's "
-                   "`continuous: true`)")
-    _add_master(p)
+    _add_run(sub.add_parser("run", help="run one triggered update"))
 
     p = sub.add_parser("watch", help="run an update whenever new files land (file-arrival trigger)")
     _add_spec(p)
@@ -359,6 +347,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         full_refresh_selection=_csv(args.full_refresh_select),
         refresh_selection=_csv(args.select),
         reset_checkpoint_selection=_csv(getattr(args, "reset_checkpoint_select", None)),
+        replace_where_overrides=dict(getattr(args, "replace_where_override", None) or []) or None,
         write_report=not args.no_report,
         continuous=True if getattr(args, "continuous", False) else None,
         stop=stop,
@@ -497,6 +486,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from framework.sample_data import run_demo
 
     return run_demo(args.spec)
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``medallion run``."""
+    _add_spec(p)
+    p.add_argument("--full-refresh", action="store_true", help="clear every table and checkpoint first")
+    p.add_argument("--full-refresh-select", default=None, metavar="A,B",
+                   help="full refresh of these datasets only")
+    p.add_argument("--select", default=None, metavar="A,B", help="refresh only these datasets")
+    p.add_argument("--reset-checkpoint-select", default=None, metavar="F,G",
+                   help="clear these streaming flows' checkpoints first (their tables keep their data)")
+    p.add_argument("--replace-where-override", action="append", type=_override, default=None,
+                   metavar="FLOW=PREDICATE", help="this update only, REPLACE WHERE flow FLOW replaces the rows of "
+                   "PREDICATE instead of its own (a backfill; repeatable)")
+    p.add_argument("--no-report", action="store_true", help="do not write the data-quality report")
+    p.add_argument("--continuous", action="store_true",
+                   help="keep running until stopped (Ctrl-C / SIGTERM), as a continuous pipeline (also the spec's "
+                   "`continuous: true`)")
+    _add_master(p)
+
+
+def _override(value: str) -> tuple[str, str]:
+    """``FLOW=PREDICATE`` of ``--replace-where-override`` (the predicate may hold ``=`` itself)."""
+    flow, eq, predicate = value.partition("=")
+    if not eq or not flow.strip() or not predicate.strip():
+        raise argparse.ArgumentTypeError(f"expected FLOW=PREDICATE, e.g. orders=\"date >= '2024-01-01'\", "
+                                         f"got {value!r}")
+    return flow.strip(), predicate.strip()
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:

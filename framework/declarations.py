@@ -147,7 +147,7 @@ class Flow:
     cdc: ApplyChanges | None = None
     snapshot_cdc: ApplyChangesFromSnapshot | None = None
     expectations: tuple[Expectation, ...] = ()  # expectation decorators stacked on an @append_flow function
-    replace_where: str | None = None  # REPLACE WHERE flow: rows matching it are replaced by the query's, each update
+    replace_where: Any = None  # REPLACE WHERE flow (a SQL string or a Column): matching rows replaced each update
     output_mode: str = "append"  # "update" for @dp.update_flow (into a sink only)
     replace_using: tuple[str, ...] = ()  # REPLACE USING flow: key columns of partial snapshots ...
     sequence_by: Any = None  # ... and the column (or Column) that orders them

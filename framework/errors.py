@@ -126,6 +126,9 @@ DECLARATION_MESSAGES: dict[str, str] = {
     "DECLARATION_CONSTRAINT_TYPE": (
         "expectation '{expectation}': the constraint must be a SQL string or a Column, got {constraint_type}"),
     "DECLARATION_CONSTRAINT_EMPTY": "expectation '{expectation}': the constraint is empty",
+    "DECLARATION_REPLACE_WHERE_TYPE": (
+        "replace_where must be a SQL predicate (a non-empty string) or a Column, e.g. "
+        "replace_where=col(\"date\") >= date_sub(current_date(), 7); got {predicate!r}"),
     # flows, APPLY CHANGES and snapshots
     "DECLARATION_TARGET_REQUIRED": (
         "@{decorator}(...) needs `target=` naming a streaming table or sink: write "

@@ -93,6 +93,14 @@ def optimized_plan(df: DataFrame) -> Any:
     return java_frame(df).queryExecution().optimizedPlan()
 
 
+def column_sql(df: DataFrame, column: Any) -> str:
+    """The SQL text of a PySpark ``Column``, resolved against ``df``'s columns without their qualifiers (the
+    analysed expression's ``sql()`` over an empty frame of ``df``'s schema): a predicate given as a Column where
+    Delta takes a string (``replaceWhere``)."""
+    frame = empty_frame(df.sparkSession, df.schema).select(column.alias("__sql"))
+    return str(analyzed_plan(frame).projectList().head().child().sql())
+
+
 def schema_default_size(df: DataFrame) -> int:
     """Spark's estimate of one row's size from ``df``'s schema (``StructType.defaultSize``)."""
     return int(java_frame(df).schema().defaultSize())
@@ -179,6 +187,10 @@ def _smoke_plans(spark: SparkSession, _path: str) -> None:
     assert str(analyzed_plan(df).toJSON()).startswith("[")  # incremental refresh walks the plan as JSON
     assert optimized_plan(df).collectLeaves().size() == 1
     assert schema_default_size(df) == 16
+    from pyspark.sql import functions as F
+
+    predicate = column_sql(df, (F.col("twice") > 2) & F.col("id").between(1, 3))
+    assert df.where(predicate).count() == 2 and "AND" in predicate  # SQL that Spark parses again
     assert parse_plan(spark, "SELECT * FROM a JOIN b").collectLeaves().size() == 2
 
 
@@ -196,7 +208,8 @@ ENTRY_POINTS: dict[str, Callable[[SparkSession, str], None]] = {
     "SparkSession._jsparkSession, sessionState().newHadoopConf() / conf(), DataSource.lookupDataSource":
         _smoke_session,
     "JVM createDataFrame / parseDataType; pyspark.sql.types._parse_datatype_string": _smoke_types,
-    "DataFrame._jdf, queryExecution().analyzed() / optimizedPlan(), schema().defaultSize(), sqlParser()":
+    "DataFrame._jdf, queryExecution().analyzed() / optimizedPlan(), schema().defaultSize(), sqlParser(), "
+    "Expression.sql()":
         _smoke_plans,
     "DeltaLog.forTable, update, unsafeVolatileSnapshot, checkpointAndCleanUpDeltaLog; JVM setActiveSession":
         _smoke_delta,

@@ -83,6 +83,7 @@ CASES: list[tuple[str, Callable[[], Any], dict[str, object]]] = [
     ("DECLARATION_CONSTRAINT_TYPE", lambda: dlt.expect_or_fail("positive", 1.5),
      {"expectation": "positive", "constraint_type": "float"}),
     ("DECLARATION_CONSTRAINT_EMPTY", lambda: dlt.expect_all({"present": ""}), {"expectation": "present"}),
+    ("DECLARATION_REPLACE_WHERE_TYPE", lambda: dp.table(replace_where=" "), {"predicate": " "}),
     ("DECLARATION_TARGET_REQUIRED", lambda: dp.append_flow(name="backfill"), {"decorator": "append_flow"}),
     ("DECLARATION_SEQUENCE_BY_REQUIRED", lambda: dp.create_auto_cdc_flow(**{**CDC, "sequence_by": None}),
      {"function": "apply_changes"}),
