@@ -4,9 +4,9 @@ is stopped, as a continuous Databricks pipeline does.
 - Streaming flows (streaming tables, append flows, APPLY CHANGES, sinks) run as streaming queries with a
   processing-time trigger: ``pipelines.trigger.interval`` from the dataset's ``spark_conf`` or table
   properties, then the pipeline configuration, else Databricks' default of 5 seconds.
-- A materialized view is recomputed as soon as one of its inputs has a new Delta version (its inputs' logs are
-  looked at every 0.1 s, without Spark), at most once per its interval (default 1 minute), each view in a
-  thread of its own (one view's recompute never waits for another's).
+- A materialized view (and a REPLACE WHERE flow) is recomputed as soon as one of its inputs has a new Delta
+  version (its inputs' logs are looked at every 0.1 s, without Spark), at most once per its interval (default
+  1 minute), each view in a thread of its own (one view's recompute never waits for another's).
 - A failing flow is retried with exponential backoff (events RETRYING); after ``pipelines.maxFlowRetryAttempts``
   (default 3) failures in a row it stops the update with its cause. The other flows keep running meanwhile.
 - Every ``medallion.continuous.progressEventSeconds`` (default 60) each streaming flow that moved rows gets a
@@ -95,7 +95,9 @@ class ContinuousRun:
 
     def _is_batch(self, key: str) -> bool:
         flow = self.graph.registry.flows[key]
-        if flow.once or flow.kind is FlowKind.AUTO_CDC_SNAPSHOT:
+        # a REPLACE WHERE flow is a batch query into a streaming table: refreshed like a view (when an input
+        # changed, at its interval), not started once as a stream
+        if flow.once or flow.kind is FlowKind.AUTO_CDC_SNAPSHOT or flow.replace_where is not None:
             return True
         return self._kind(key) is DatasetKind.MATERIALIZED_VIEW
 
