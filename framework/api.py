@@ -453,11 +453,12 @@ def create_view(*args: Any, **kwargs: Any) -> Any:
 def append_flow(name: str | None = None, target: str | None = None, comment: str | None = None,
                 spark_conf: dict[str, str] | None = None, once: bool = False,
                 *, depends_on: Any = None) -> Callable[[QueryFunction], None]:
-    """A flow that appends its query's rows to a streaming table or a sink."""
+    """A flow that appends its query's rows to a streaming table or a sink (after the flows of ``depends_on``)."""
     location = caller_location()
     if callable(name) or target is None:
         raise _fail("DECLARATION_TARGET_REQUIRED", location, decorator="append_flow")
     _check_name("append_flow target", target, location)
+    after = _depends_on(depends_on, location)
 
     def decorate(fn: QueryFunction) -> None:
         if not callable(fn):
@@ -466,9 +467,18 @@ def append_flow(name: str | None = None, target: str | None = None, comment: str
         active_registry().add_flow(Flow(
             name=flow_name, target=target, kind=FlowKind.APPEND, location=function_location(fn),
             query_function=fn, once=bool(once), comment=comment, spark_conf=_dict(spark_conf),
-            expectations=getattr(fn, _EXPECTATIONS_ATTR, ())))
+            expectations=getattr(fn, _EXPECTATIONS_ATTR, ()), depends_on=after))
 
     return decorate
+
+
+def _depends_on(value: Any, location: SourceLocation) -> tuple[str, ...]:
+    """``depends_on``: one flow name or a list of them (Databricks' flow ordering: this flow starts only after
+    each named flow completed)."""
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else [value]
+    return tuple(_check_name("depends_on flow", name, location) for name in names)
 
 
 def update_flow(name: str | None = None, target: str | None = None, comment: str | None = None,
@@ -479,6 +489,7 @@ def update_flow(name: str | None = None, target: str | None = None, comment: str
     if callable(name) or target is None:
         raise _fail("DECLARATION_TARGET_REQUIRED", location, decorator="update_flow")
     _check_name("update_flow target", target, location)
+    after = _depends_on(depends_on, location)
 
     def decorate(fn: QueryFunction) -> None:
         if not callable(fn):
@@ -487,7 +498,7 @@ def update_flow(name: str | None = None, target: str | None = None, comment: str
         active_registry().add_flow(Flow(
             name=flow_name, target=target, kind=FlowKind.APPEND, location=function_location(fn),
             query_function=fn, comment=comment, spark_conf=_dict(spark_conf), output_mode="update",
-            expectations=getattr(fn, _EXPECTATIONS_ATTR, ())))
+            expectations=getattr(fn, _EXPECTATIONS_ATTR, ()), depends_on=after))
 
     return decorate
 

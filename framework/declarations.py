@@ -151,6 +151,7 @@ class Flow:
     output_mode: str = "append"  # "update" for @dp.update_flow (into a sink only)
     replace_using: tuple[str, ...] = ()  # REPLACE USING flow: key columns of partial snapshots ...
     sequence_by: Any = None  # ... and the column (or Column) that orders them
+    depends_on: tuple[str, ...] = ()  # flows this one starts after (``depends_on=``; a scheduling edge only)
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,7 @@ def _topological_order(registry: Registry, inputs: Mapping[str, list[str]], prob
     for key, flow in registry.flows.items():
         writers.setdefault(normalize_name(flow.target), []).append(key)
     deps = {key: sorted({w for d in inputs.get(key, []) for w in writers.get(d, []) if w != key}
-                        | _self_cycle(key, inputs, registry))
+                        | _self_cycle(key, inputs, registry) | _ordered_after(registry, key, problems))
             for key in registry.flows}
     order: list[str] = []
     state: dict[str, int] = {}
@@ -359,6 +359,22 @@ def _topological_order(registry: Registry, inputs: Mapping[str, list[str]], prob
     for key in registry.flows:
         visit(key)
     return order
+
+
+def _ordered_after(registry: Registry, key: str, problems: list[Problem]) -> set[str]:
+    """The flows ``key`` names in ``depends_on`` (a scheduling edge); an unknown name is FLOW_DEPENDS_ON_UNKNOWN."""
+    flow = registry.flows[key]
+    found = set()
+    for name in flow.depends_on:
+        other = normalize_name(name)
+        if other in registry.flows:
+            found.add(other)
+        else:
+            close = difflib.get_close_matches(name, [f.name for f in registry.flows.values()], n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            problems.append(Problem("FLOW_DEPENDS_ON_UNKNOWN", f"flow '{flow.name}' depends_on '{name}', which is "
+                                    f"not a flow of this pipeline.{hint}", flow.location.file, flow.location.line))
+    return found
 
 
 def _self_cycle(key: str, inputs: Mapping[str, list[str]], registry: Registry) -> set[str]:

@@ -201,7 +201,8 @@ def retry_reason(error: BaseException) -> str:
 
 def flow_dependencies(graph: PipelineGraph, selected: set[str],
                       new_targets: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
-    """For each flow, the selected flows that write what it reads (through views, which are computed inline).
+    """For each flow, the selected flows that write what it reads (through views, which are computed inline),
+    and those it names in ``depends_on``.
 
     Flows into one of ``new_targets`` (tables that have no commit yet) also wait for the flow before them into
     the same table: two first writes to an empty folder conflict in Delta (both try to create the table)."""
@@ -210,6 +211,8 @@ def flow_dependencies(graph: PipelineGraph, selected: set[str],
         writers.setdefault(normalize_name(graph.registry.flows[key].target), []).append(key)
     deps = {key: {w for d in _through_views(graph, graph.inputs[key]) for w in writers.get(d, [])
                      if w != key and w in selected} for key in graph.order}
+    for key in graph.order:  # depends_on: a scheduling edge to a flow it need not read from
+        deps[key].update(k for k in map(normalize_name, graph.registry.flows[key].depends_on) if k in selected)
     for target in new_targets:
         chain = [k for k in writers.get(target, []) if k in selected]
         for before, after in itertools.pairwise(chain):

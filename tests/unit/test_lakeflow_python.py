@@ -78,3 +78,22 @@ def test_bad_replace_using_arguments(call, code: str) -> None:  # type: ignore[n
     with registration_context(), pytest.raises(DeclarationError) as info:
         call()
     assert info.value.code == code and info.value.file == __file__
+
+
+def test_depends_on_orders_the_graph_and_names_known_flows() -> None:
+    with registration_context() as reg:
+        dp.create_streaming_table("events")
+        dp.append_flow(target="events", name="live", depends_on="backfill")(q)
+        dp.append_flow(target="events", name="backfill", once=True)(q)
+        dp.append_flow(target="events", name="last", depends_on=["live", "backfill"], once=True)(q)
+    assert reg.flows["live"].depends_on == ("backfill",) and reg.flows["last"].depends_on == ("live", "backfill")
+    graph = build_graph(reg, {}, {"live": True, "backfill": False, "last": False})
+    assert graph.order.index("backfill") < graph.order.index("live") < graph.order.index("last")
+
+    with registration_context() as reg:
+        dp.create_streaming_table("events")
+        dp.append_flow(target="events", name="live", depends_on="backfil")(q)
+        dp.append_flow(target="events", name="backfill", once=True)(q)
+    with pytest.raises(GraphError) as info:
+        build_graph(reg, {}, {"live": True, "backfill": False})
+    assert "FLOW_DEPENDS_ON_UNKNOWN" in str(info.value) and "Did you mean 'backfill'" in str(info.value)
