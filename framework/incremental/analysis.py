@@ -137,14 +137,14 @@ def analyze(plan: list[dict[str, Any]]) -> Analysis:
         append = (*general, *shape)
         group = (Issue("NO_GROUP_AGGREGATE", "the query has no GROUP BY aggregate at its top"),)
     recompute_only = (Issue("OPERATOR_NOT_SUPPORTED", "not implemented by the local engine"),)
-    issues = {APPEND_ONLY: tuple(append), GROUP_AGGREGATE: tuple(group), ROW_BASED: recompute_only,
+    issues = {APPEND_ONLY: tuple(append), GROUP_AGGREGATE: tuple(group), ROW_BASED: _row_based(root, top, general),
               PARTITION_OVERWRITE: recompute_only, WINDOW_FUNCTION: recompute_only}
     return Analysis(issues, columns, relations, fingerprint(plan), group_keys)
 
 
 def fingerprint(plan: list[dict[str, Any]]) -> str:
-    """A digest of the plan without its per-run ids, paths and nullability: equal for the same query over the
-    same columns, different when the query or its inputs' columns change."""
+    """A digest of the plan without its per-run ids, paths, nullability and how each input is read: equal for
+    the same query over the same columns, different when the query or its inputs' columns change."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -153,7 +153,14 @@ def fingerprint(plan: list[dict[str, Any]]) -> str:
             return [strip(v) for v in value]
         return _NUMBERED_VIEW.sub("__live_sql", value) if isinstance(value, str) else value
 
-    return hashlib.sha256(json.dumps(strip(plan), sort_keys=True).encode()).hexdigest()[:16]
+    nodes = [_as_relation(n) if _short(n) in _RELATIONS else n for n in plan]
+    return hashlib.sha256(json.dumps(strip(nodes), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _as_relation(node: dict[str, Any]) -> dict[str, Any]:
+    """A relation by its columns only: the same input read through Delta, as its live Parquet files or as only
+    its appended files (a refresh's three reads) is one input to the fingerprint."""
+    return {"class": "Relation", "num-children": 0, "output": node.get("output")}
 
 
 def _below_renames(node: _Node) -> _Node:
@@ -203,12 +210,54 @@ def _shape_issues(node: _Node) -> list[Issue]:
     elif node.cls == "Window":
         issues.append(_window_issue(node))
     elif node.cls == "Join":
-        issues.append(Issue("OPERATOR_NOT_SUPPORTED", "a join (ROW_BASED) is not implemented by the local engine"))
+        issues.append(Issue("JOIN_IN_QUERY", "a join: an input's new rows also join the other inputs' old rows "
+                                             "(ROW_BASED)"))
     elif node.cls not in _PASS:
         issues.append(Issue("OPERATOR_NOT_SUPPORTED", f"the operator {node.cls}"))
     for child in node.children:
         issues.extend(i for i in _shape_issues(child) if i not in issues)
     return issues
+
+
+def _row_based(root: _Node, top: _Node, general: list[Issue]) -> tuple[Issue, ...]:
+    """``ROW_BASED``: inner joins under filters and projections (no UNION, no aggregate): the query is linear in
+    each of its inputs, so its new rows are the sum over the inputs of the query with that input's appended rows,
+    the inputs read before it as they were and those after it as they are now."""
+    if top.cls == "Aggregate":
+        return (Issue("AGGREGATE_IN_QUERY", "an aggregate over a join is not refreshed row by row here"),)
+    if not _has(root, "Join"):
+        return (Issue("NO_JOIN", "the query has no join: APPEND_ONLY applies to a filter/projection"),)
+    return tuple(dict.fromkeys((*general, *_join_shape_issues(root))))
+
+
+def _has(node: _Node, cls: str) -> bool:
+    return node.cls == cls or any(_has(c, cls) for c in node.children)
+
+
+def _join_shape_issues(node: _Node) -> list[Issue]:
+    issues: list[Issue] = []
+    if node.cls in _RELATIONS:
+        return issues
+    if node.cls == "Join":
+        kind = _join_type(node)
+        if kind not in ("Inner", "Cross"):
+            issues.append(Issue("JOIN_TYPE_NOT_SUPPORTED", f"a {kind} join: an input's new rows can change rows "
+                                                           "the view holds (only inner joins are row-based here)"))
+    elif node.cls == "Union":
+        issues.append(Issue("OPERATOR_NOT_SUPPORTED", "a UNION in a query with a join"))
+    elif node.cls not in _PASS:
+        issues.extend(_shape_issues(node)[:1])
+        return issues
+    for child in node.children:
+        issues.extend(i for i in _join_shape_issues(child) if i not in issues)
+    return issues
+
+
+def _join_type(node: _Node) -> str:
+    """The join's type as Catalyst names it (``Inner``, ``LeftOuter``, ...)."""
+    found = node.fields.get("joinType")
+    name = found.get("object", "") if isinstance(found, dict) else str(found or "")
+    return name.rsplit(".", 1)[-1].rstrip("$") or "unknown"
 
 
 def _window_issue(node: _Node) -> Issue:

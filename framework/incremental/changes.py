@@ -50,9 +50,7 @@ class Snapshot:
         large = files is None and 0 <= max_plain_bytes < self.table_bytes
         if not self.plain or large or (files is None and not chosen):  # empty: still a Delta relation
             return spark.read.format("delta").option("versionAsOf", self.version).load(self.path)
-        if not chosen:
-            return spark.createDataFrame([], self.schema())
-        return spark.read.schema(self.schema()).parquet(*chosen)
+        return spark.read.schema(self.schema()).parquet(*chosen)  # none: an empty relation, no Spark job
 
 
 @dataclass(frozen=True)

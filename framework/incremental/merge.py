@@ -1,10 +1,13 @@
-"""``GROUP_AGGREGATE``: the changed groups' partial aggregates merged into the view's rows.
+"""``GROUP_AGGREGATE`` through Spark, for a view the driver does not rewrite (large, a layout only Delta writes,
+on an object store): a Delta MERGE of the changed groups' partial aggregates into the view, so Delta rewrites only
+the files that hold a changed group, with the refresh's ``txn`` (Delta's session confs, on the thread's private
+session: ``framework.cdc.storage.TxnWriter``).
 
 The query over the appended rows only gives, per changed group, the count, sum, min and max of the new rows.
 Each merges with the group's row in the view: counts add, sums add (NULL when both are NULL: ``sum`` of no
-non-NULL value), ``least``/``greatest`` keep the smaller/greater (both skip NULLs). Groups are matched with
-NULL-safe equality (a NULL key is a group). The result is cast back to the view's column types (a sum of two
-``DECIMAL(p, s)`` sums widens by one digit). Valid only while the inputs are appended to.
+non-NULL value), ``least``/``greatest`` keep the smaller/greater (both skip NULLs); a group the view lacks is
+inserted. Groups are matched with NULL-safe equality (a NULL key is a group). Values are cast back to the view's
+column types (a sum of two ``DECIMAL(p, s)`` sums widens by one digit). Valid only while the inputs are appended to.
 """
 
 from __future__ import annotations
@@ -15,21 +18,33 @@ from typing import TYPE_CHECKING
 from framework.incremental.analysis import OutputColumn
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
-def merged_view(existing: DataFrame, partial: DataFrame, columns: tuple[OutputColumn, ...]) -> DataFrame:
-    """The view's new rows: ``existing`` with ``partial``'s groups merged in (see the module's docstring)."""
+def merge_into(path: str, partial: DataFrame, columns: tuple[OutputColumn, ...], txn: tuple[str, int]) -> None:
+    """MERGE ``partial``'s groups into the Delta view at ``path`` in one commit carrying ``txn``."""
+    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    old, new = existing.alias("old"), partial.alias("new")
-    keys = [c.name for c in columns if c.kind == "key"]
-    condition = reduce(lambda a, b: a & b, (_col("old", k).eqNullSafe(_col("new", k)) for k in keys), F.lit(True))
-    joined = old.join(new, condition, "full_outer")
+    from framework.cdc.storage import TxnWriter
+
     kinds = {c.name: c.kind for c in columns}
-    types = {f.name: f.dataType for f in existing.schema.fields}
-    out = [_merge(kinds[name], name).cast(types[name]).alias(name) for name in existing.columns]
-    return joined.select(*out)
+    condition = reduce(lambda a, b: a & b, (_col("old", c.name).eqNullSafe(_col("new", c.name))
+                                            for c in columns if c.kind == "key"), F.lit(True))
+
+    def merge(session: SparkSession) -> None:
+        view = DeltaTable.forPath(session, path)
+        types = {f.name: f.dataType for f in view.toDF().schema.fields}
+        updates: dict[str, str | Column] = {_quoted(n): _merge(kinds[n], n).cast(t) for n, t in types.items() if kinds[n] != "key"}
+        inserts: dict[str, str | Column] = {_quoted(n): _col("new", n).cast(t) for n, t in types.items()}
+        view.alias("old").merge(partial.alias("new"), condition).whenMatchedUpdate(set=updates) \
+            .whenNotMatchedInsert(values=inserts).execute()
+
+    TxnWriter(partial.sparkSession).run(txn[0], txn[1], merge)
+
+
+def _quoted(name: str) -> str:
+    return f"`{name.replace('`', '``')}`"
 
 
 def _merge(kind: str, name: str) -> Column:

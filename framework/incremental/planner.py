@@ -2,7 +2,8 @@
 
 Costs are bytes from the Delta logs, no Spark job: a full recompute reads every input and writes the view;
 ``APPEND_ONLY`` reads the appended files and appends; ``GROUP_AGGREGATE`` reads the appended files, reads the
-view and writes it back (the changed groups merged into it). ``NO_OP`` (no input changed) costs nothing.
+view and writes it back (the changed groups merged into it); ``ROW_BASED`` reads, per input with appended rows,
+those rows and the other inputs whole, and appends. ``NO_OP`` (no input changed) costs nothing.
 
 ``AUTO`` picks the cheapest applicable technique; ``INCREMENTAL`` and ``INCREMENTAL STRICT`` the cheapest
 incremental one when one applies (STRICT fails the flow when none does); ``FULL`` always recomputes.
@@ -14,13 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from framework.incremental.analysis import APPEND_ONLY, COMPLETE_RECOMPUTE, GROUP_AGGREGATE, Analysis, Issue
+from framework.incremental.analysis import (
+    APPEND_ONLY,
+    COMPLETE_RECOMPUTE,
+    GROUP_AGGREGATE,
+    ROW_BASED,
+    Analysis,
+    Issue,
+)
 from framework.incremental.changes import Change, Snapshot
 from framework.refresh_policy import RefreshPolicy
 
 NO_OP = "NO_OP"
-INCREMENTAL_TECHNIQUES = (APPEND_ONLY, GROUP_AGGREGATE)
-REPORTED = ("ROW_BASED", "PARTITION_OVERWRITE", "WINDOW_FUNCTION")
+INCREMENTAL_TECHNIQUES = (APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED)
+REPORTED = ("PARTITION_OVERWRITE", "WINDOW_FUNCTION")
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] 
     change_issues = [c.issue for c in changes or () if c.issue is not None]
     if changes is None:
         change_issues = [Issue("NO_PREVIOUS_REFRESH", reason_without_state or "the view has no refresh state")]
-    costs = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes,
+    costs = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes, ROW_BASED: _row_based(changes or ()),
              COMPLETE_RECOMPUTE: inputs + view_bytes}
     candidates = [Candidate(COMPLETE_RECOMPUTE, cost=costs[COMPLETE_RECOMPUTE])]
     for technique in INCREMENTAL_TECHNIQUES:
@@ -110,6 +118,12 @@ def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] 
     if best is None or (policy is RefreshPolicy.AUTO and (best.cost or 0) >= costs[COMPLETE_RECOMPUTE]):
         return Plan(policy, COMPLETE_RECOMPUTE, tuple(candidates))
     return Plan(policy, best.technique, tuple(candidates))
+
+
+def _row_based(changes: Sequence[Change]) -> int:
+    """``ROW_BASED`` reads, for each input with appended rows, those rows and every other input whole."""
+    total = sum(c.snapshot.table_bytes for c in changes)
+    return sum(c.appended_bytes + total - c.snapshot.table_bytes for c in changes if c.appended_bytes)
 
 
 def query_issues(analysis: Analysis) -> list[Issue]:

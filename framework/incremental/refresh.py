@@ -35,6 +35,7 @@ from framework.incremental.state import (
 )
 from framework.refresh_policy import RefreshPolicy, policy_of
 from framework.storage import state_files
+from framework.storage.url import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -59,6 +60,10 @@ class ViewRefresh:
         self.analysis: Analysis | None = None
         self.txn: tuple[str, int] | None = None
         self._full: DataFrame | None = None
+        self.changed: DataFrame | None = None  # the query over the appended rows (a state to refresh from)
+        self.input_changes: dict[str, Change] = {}
+        self.read_paths: list[str] = []  # the inputs in the order the query read them (ROW_BASED's terms)
+        self.view_bytes = -1
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------------------------------ planning
@@ -67,14 +72,19 @@ class ViewRefresh:
         if self.policy is RefreshPolicy.FULL:
             self._planned(result, full_plan(self.policy, "REFRESH POLICY FULL"), [])
             return False
-        self._full = self._query(self._snapshot_read)
-        analysis = self.analysis = analyze(analyzed_plan(self._full))
+        state = committed_state(self.path, self.folder) if state_files.exists(self.path) else None
+        if state is not None:  # the query over only what changed: analysed, and run if the plan is incremental
+            self.changed = self._query(lambda key, path: self._change_read(state, path))
+            analysis = self.analysis = analyze(analyzed_plan(self.changed))
+        else:
+            self._full = self._query(self._snapshot_read)
+            analysis = self.analysis = analyze(analyzed_plan(self._full))
         context = self._context_issues(analysis)
         if self.policy is RefreshPolicy.INCREMENTAL_STRICT:
             self._strict(query_issues(analysis) + context)
-        state = committed_state(self.path, self.folder) if state_files.exists(self.path) else None
         changes, why = self._changes(state, analysis)
-        plan = choose(self.policy, analysis, changes, self._view_bytes(), context, why)
+        self.view_bytes = self._view_bytes()
+        plan = choose(self.policy, analysis, changes, self.view_bytes, context, why)
         if self.policy is RefreshPolicy.INCREMENTAL_STRICT and changes is not None and not plan.incremental:
             self._strict([(i) for i in plan.blocking_issues()])
         self.txn = (APP_ID, last_refresh(self.path) + 1)
@@ -93,7 +103,11 @@ class ViewRefresh:
 
     def full_query(self) -> DataFrame:
         """The query a full recompute writes: over the inputs pinned to the planned versions (FULL: as read)."""
-        return self._full if self._full is not None else self.ex._query()
+        if self.policy is RefreshPolicy.FULL:
+            return self.ex._query()
+        if self._full is None:
+            self._full = self._query(self._snapshot_read)
+        return self._full
 
     def before_commit(self, technique: str | None = None) -> None:
         """Write the refresh record the next commit's ``txn`` will point to (nothing for FULL).
@@ -138,15 +152,54 @@ class ViewRefresh:
         self.reads += 1
         return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
 
-    def changed_query(self, changes: list[Change]) -> DataFrame:
-        """The query over only the rows appended to each input since the last refresh."""
-        by_path = {c.snapshot.path: c for c in changes}
+    def _change_read(self, state: RefreshState, path: str) -> DataFrame | None:
+        """An input as the rows its commits appended since the last refresh read it (none: an empty relation);
+        an input that changed otherwise, or was not read last time, is read whole (the plan then recomputes)."""
+        snap = self.snapshots.get(path) or snapshot(path)
+        if snap is None:
+            return None
+        self.snapshots[path] = snap
+        self.reads += 1
+        self.read_paths.append(path)
+        seen = state.inputs.get(path)
+        if seen is None:
+            return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
+        change = self.input_changes[path] = self.input_changes.get(path) or \
+            change_since(snap, seen.version, seen.table_id)
+        if change.issue is not None:
+            return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
+        return snap.read(self.spark, change.appended)
 
-        def appended(key: str, path: str) -> DataFrame | None:
-            change = by_path.get(path)
-            return None if change is None else change.snapshot.read(self.spark, change.appended)
+    def row_based_query(self) -> DataFrame:
+        """``ROW_BASED``'s new rows: the query is linear in each of its reads (inner joins, filters,
+        projections), so with the reads in call order, the union over each read ``i`` whose input has appended
+        rows of the query with read ``i`` as those rows, the reads before it as their inputs were at the last
+        refresh and those after it as they are now (for two inputs: dA JOIN B_new UNION ALL A_old JOIN dB)."""
+        from functools import reduce
 
-        return self._query(appended)
+        terms = [self._query(self._term_read(i)) for i, path in enumerate(self.read_paths)
+                 if self.input_changes[path].appended]
+        assert self.changed is not None
+        return reduce(lambda a, b: a.unionAll(b), terms) if terms else self.changed
+
+    def _term_read(self, term: int) -> Any:
+        calls = iter(range(len(self.read_paths) + 1))
+
+        def read(key: str, path: str) -> DataFrame | None:
+            call = next(calls)
+            if call >= len(self.read_paths) or self.read_paths[call] != path:
+                raise PipelineError(f"materialized view '{self.ex._dataset_name()}': its query read other tables "
+                                    "when built again; make it read the same tables each time",
+                                    code="MV_QUERY_READS_CHANGED")
+            snap, change = self.snapshots[path], self.input_changes[path]
+            if call == term:
+                return snap.read(self.spark, change.appended)
+            if call < term:
+                appended = set(change.appended)
+                return snap.read(self.spark, tuple(f for f in snap.files if f not in appended))
+            return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
+
+        return read
 
     def _changes(self, state: RefreshState | None, analysis: Analysis) -> tuple[list[Change] | None, str]:
         if state is None:
@@ -158,7 +211,7 @@ class ViewRefresh:
             seen = state.inputs.get(path)
             if seen is None:
                 return None, f"{path} was not an input of the last refresh"
-            changes.append(change_since(snap, seen.version, seen.table_id))
+            changes.append(self.input_changes.get(path) or change_since(snap, seen.version, seen.table_id))
         return changes, ""
 
     def _context_issues(self, analysis: Analysis) -> list[Issue]:
@@ -180,11 +233,35 @@ class ViewRefresh:
             raise NotIncrementalizableError(self.ex._dataset_name(), [(i.issue_type, i.reason) for i in issues])
 
     def _view_bytes(self) -> int:
-        from framework.storage.log import live_files
+        """The view's size: from the checksum of its newest version when there is one, else its live files."""
+        from framework.storage.log import latest_version, live_files
 
-        files = live_files(self.path) if state_files.exists(self.path) else None
+        if not state_files.exists(self.path):
+            return 0
+        version = latest_version(self.path) if is_local(self.path) else None
+        if version is not None:
+            size = _checksum_bytes(self.path, version)
+            if size is not None:
+                return size
+        files = live_files(self.path)
         return sum(int(f.get("size") or 0) for f in (files or {}).values())
 
     def _planned(self, result: FlowResult, plan: Plan, sources: list[Any]) -> None:
         self.plan = plan
-        result.planning = plan.details(sources, self._view_bytes())
+        if self.view_bytes < 0:
+            self.view_bytes = self._view_bytes()
+        result.planning = plan.details(sources, max(self.view_bytes, 0))
+
+
+def _checksum_bytes(path: str, version: int) -> int | None:
+    """``tableSizeBytes`` of the version's checksum (``_delta_log/<version>.crc``), or None."""
+    import json
+    from pathlib import Path
+
+    from framework.storage.checksum import checksum_path
+
+    try:
+        found = json.loads(checksum_path(Path(path.removeprefix("file:")), version).read_text(encoding="utf-8"))
+        return int(found["tableSizeBytes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

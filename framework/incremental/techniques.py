@@ -1,6 +1,8 @@
-"""The incremental techniques' writes: ``APPEND_ONLY`` appends the query of the appended rows,
-``GROUP_AGGREGATE`` writes the view with the changed groups merged in (``merge.py``). Each is one Delta commit
-carrying the refresh's ``txn``, after the refresh record (``state.py``).
+"""The incremental techniques' writes: ``APPEND_ONLY`` appends the query of the appended rows, ``ROW_BASED``
+the join rule's new rows (``ViewRefresh.row_based_query``),
+``GROUP_AGGREGATE`` merges the changed groups' partial aggregates into the view (a small view on the driver,
+``arrow_merge.py``: one Spark job, the partial aggregate; else a Delta MERGE, ``merge.py``). Each is one Delta
+commit carrying the refresh's ``txn``, after the refresh record (``state.py``).
 
 Small writes go through the driver's Delta writer (``framework/storage/driver.py``) as a small full recompute
 does: a Spark Delta write of a few thousand rows costs 1.3-1.8 s on a loaded two-core machine (measured), the
@@ -8,13 +10,16 @@ driver's milliseconds plus the collect; a table only Spark writes (a layout, a l
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
-from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE
-from framework.incremental.merge import merged_view
+from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED
+from framework.incremental.arrow_merge import mergeable_keys, merged_rows
+from framework.incremental.merge import merge_into
 from framework.quality.engine import apply_expectations
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from framework.incremental.changes import Change
@@ -25,26 +30,77 @@ if TYPE_CHECKING:
 def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], result: FlowResult) -> None:
     """Refresh the view with ``technique`` from ``changes`` and record what it wrote in ``result``."""
     ex = refresh.ex
-    changed = ex._conform(refresh.changed_query(changes))
-    if technique == APPEND_ONLY:
-        out, observation = apply_expectations(changed, ex.expectations, dataset=ex._dataset_name(),
+    assert refresh.changed is not None
+    if technique in (APPEND_ONLY, ROW_BASED):
+        new_rows = refresh.row_based_query() if technique == ROW_BASED else refresh.changed
+        out, observation = apply_expectations(ex._conform(new_rows), ex.expectations, dataset=ex._dataset_name(),
                                               flow=ex.flow.name, rescued_column=ex._rescued_column())
         _write(refresh, out, "append")
         ex._record(result, dict(observation.get), batches=1)
     elif technique == GROUP_AGGREGATE:
-        assert refresh.analysis is not None
-        existing = refresh.spark.read.format("delta").load(refresh.path)
-        merged = merged_view(existing, changed, refresh.analysis.columns)
-        refresh.before_commit()
-        if not ex._overwrite_on_driver(refresh.path, merged, refresh.txn):
-            _write(refresh, merged, "overwrite")
-            ex._restore_clustering(refresh.path)
-        result.num_output_rows = _written_rows(refresh.path)
+        result.num_output_rows = _group_aggregate(refresh, ex._conform(refresh.changed))
         result.batches = 1
     else:
         raise ValueError(f"no incremental technique {technique}")
     result.num_input_rows = sum(c.appended_rows for c in changes)
     result.status = "COMPLETED"
+
+
+def _group_aggregate(refresh: ViewRefresh, partial: DataFrame) -> int | None:
+    """Merge the changed groups' partial aggregates into the view: on the driver for a small view, else by a
+    Delta MERGE (``merge.py``). Returns the view's rows written."""
+    assert refresh.analysis is not None and refresh.txn is not None
+    rows = _merge_on_driver(refresh, partial)
+    if rows is not None:
+        return rows
+    refresh.before_commit()
+    merge_into(refresh.path, partial, refresh.analysis.columns, refresh.txn)
+    return _written_rows(refresh.path)
+
+
+def _merge_on_driver(refresh: ViewRefresh, partial: DataFrame) -> int | None:
+    """``arrow_merge.py``'s merge of a view the storage policy lets the driver rewrite whole: the partial
+    aggregates collected (the refresh's one Spark job), the view's live files read with pyarrow, one overwrite
+    commit carrying the refresh's ``txn`` and refused if the view moved since its files were read. None: Spark
+    merges (nothing committed)."""
+    from pyspark.sql.types import StructType
+
+    from framework.storage.driver import NeedsSpark, checkpoint_if_due, overwrite_arrow
+    from framework.storage.plain import input_bytes, plain_files
+    from framework.storage.policy import choose
+
+    ex, limit = refresh.ex, refresh.ex.env.small_input_bytes
+    columns = refresh.analysis.columns if refresh.analysis is not None else ()
+    if not ex._plain_layout() or not mergeable_keys(partial.schema, columns) or not choose(
+            refresh.path, partial.schema, kind="overwrite", max_bytes=limit,
+            data_bytes=lambda: max(refresh.view_bytes, 0) + input_bytes(partial)).driver:
+        return None
+    found = plain_files(refresh.path, limit)
+    if found is None:
+        return None
+    data = partial.toArrow()
+    existing = _read_files(refresh.path, list(found.files), data.schema)
+    merged = merged_rows(existing, data, columns, data.schema)
+    refresh.before_commit()
+    try:
+        overwrite_arrow(refresh.path, StructType.fromJson(json.loads(found.metadata["schemaString"])), merged,
+                        txn=refresh.txn, read_version=found.version)
+    except NeedsSpark:
+        return None  # the view changed meanwhile into one only Spark writes
+    checkpoint_if_due(partial.sparkSession, refresh.path)
+    return merged.num_rows
+
+
+def _read_files(table: str, names: list[str], schema: pa.Schema) -> pa.Table:
+    """The view's rows from its live Parquet files (``add`` paths), as ``schema``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from framework.storage.plain import file_path
+
+    parts = [pq.read_table(file_path(table, n).removeprefix("file:")).select(schema.names).cast(schema)
+             for n in names]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _write(refresh: ViewRefresh, df: DataFrame, mode: str) -> None:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from framework.incremental.analysis import APPEND_ONLY, COMPLETE_RECOMPUTE, GROUP_AGGREGATE, Analysis, Issue
+from framework.incremental.analysis import (
+    APPEND_ONLY,
+    COMPLETE_RECOMPUTE,
+    GROUP_AGGREGATE,
+    ROW_BASED,
+    Analysis,
+    Issue,
+)
 from framework.incremental.changes import Change, Snapshot
 from framework.incremental.planner import NO_OP, choose, full_plan
 from framework.refresh_policy import RefreshPolicy
 
 NOT = (Issue("OPERATOR_NOT_SUPPORTED", "x"),)
-AGG = Analysis({APPEND_ONLY: (Issue("AGGREGATE_IN_QUERY", "agg"),), GROUP_AGGREGATE: ()})
-FILTER = Analysis({APPEND_ONLY: (), GROUP_AGGREGATE: (Issue("NO_GROUP_AGGREGATE", "none"),)})
-NEITHER = Analysis({APPEND_ONLY: NOT, GROUP_AGGREGATE: NOT})
+NO_JOIN = (Issue("NO_JOIN", "none"),)
+AGG = Analysis({APPEND_ONLY: (Issue("AGGREGATE_IN_QUERY", "agg"),), GROUP_AGGREGATE: (), ROW_BASED: NOT})
+FILTER = Analysis({APPEND_ONLY: (), GROUP_AGGREGATE: (Issue("NO_GROUP_AGGREGATE", "none"),), ROW_BASED: NO_JOIN})
+NEITHER = Analysis({APPEND_ONLY: NOT, GROUP_AGGREGATE: NOT, ROW_BASED: NOT})
+JOIN = Analysis({APPEND_ONLY: (Issue("JOIN_IN_QUERY", "join"),), GROUP_AGGREGATE: NOT, ROW_BASED: ()})
 
 
 def _change(table: int, appended: int, seen: int = 1, version: int = 2, issue: Issue | None = None) -> Change:
@@ -62,3 +71,11 @@ def test_event_shape() -> None:
     assert details["source_table_information"][0] == {"table_path": "/t", "table_version": 2,
                                                      "table_size_bytes": 10_000, "previous_version": 1,
                                                      "appended_bytes": 100, "appended_rows": 10}
+
+
+def test_row_based_costs_each_changed_input_with_the_others_whole() -> None:
+    small = Change(Snapshot("/dim", 2, "d", "{}", (), 1_000, True), 2)  # no new rows
+    plan = choose(RefreshPolicy.AUTO, JOIN, [_change(100_000, 1_000), small], view_bytes=50_000)
+    costs = {c.technique: c.cost for c in plan.candidates}
+    assert plan.chosen == ROW_BASED and costs[ROW_BASED] == 1_000 + 1_000
+    assert costs[COMPLETE_RECOMPUTE] == 101_000 + 50_000

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, analyze
+from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED, analyze
 from framework.incremental.plan_json import ENTRY_POINT, analyzed_plan
 
 pytestmark = pytest.mark.spark
@@ -39,6 +39,8 @@ def test_entry_point_smoke(spark) -> None:
     ("SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(id) AS hi FROM delta.`{src}` WHERE v > 2 GROUP BY k",
      GROUP_AGGREGATE),
     ("SELECT count(*) AS n FROM delta.`{src}`", GROUP_AGGREGATE),
+    ("SELECT a.id, b.v FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id WHERE a.v > 1", ROW_BASED),
+    ("SELECT a.id, b.v FROM delta.`{src}` a CROSS JOIN delta.`{src}` b", ROW_BASED),
     ("SELECT n AS total, k AS key FROM (SELECT k, count(v) AS n FROM delta.`{src}` GROUP BY k)", GROUP_AGGREGATE),
 ])
 def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
@@ -61,7 +63,11 @@ def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
      "WINDOW_WITHOUT_PARTITION_BY"),
     ("SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
      "OPERATOR_NOT_SUPPORTED"),
-    ("SELECT a.id FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id", APPEND_ONLY, "OPERATOR_NOT_SUPPORTED"),
+    ("SELECT a.id FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id", APPEND_ONLY, "JOIN_IN_QUERY"),
+    ("SELECT a.id FROM delta.`{src}` a LEFT JOIN delta.`{src}` b ON a.id = b.id", ROW_BASED, "JOIN_TYPE_NOT_SUPPORTED"),
+    ("SELECT k, count(*) AS n FROM delta.`{src}` a JOIN delta.`{src}` b USING (k) GROUP BY k", ROW_BASED,
+     "AGGREGATE_IN_QUERY"),
+    ("SELECT id FROM delta.`{src}` WHERE v > 1", ROW_BASED, "NO_JOIN"),
     ("SELECT id FROM delta.`{src}` ORDER BY id LIMIT 3", APPEND_ONLY, "OPERATOR_NOT_SUPPORTED"),
     ("SELECT id FROM range(5)", APPEND_ONLY, "INPUT_NOT_DELTA"),
 ])

@@ -136,3 +136,83 @@ def test_a_refresh_whose_txn_another_writer_committed_fails_instead_of_waiting(s
     errors = [f.error for f in result.flows if f.error is not None]
     assert any(e.code == "MV_REFRESH_ALREADY_COMMITTED" and "'big'" in str(e) for e in errors), errors
     assert rows(spark, kit.table("big")) == before
+
+
+MERGED = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+@dp.materialized_view(refresh_policy="incremental_strict")
+def per_k():
+    return spark.read.table("src").groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s"),
+                                                    F.min("v").alias("lo"), F.max("v").alias("hi"))
+
+@dp.materialized_view(refresh_policy="incremental_strict")
+def overall():
+    return spark.read.table("src").agg(F.count("v").alias("n"), F.sum("v").alias("s"))
+"""
+
+
+def test_group_aggregate_through_delta_merge(spark, tmp_path: Path, monkeypatch) -> None:
+    """A view the driver does not rewrite (small writes off here, as for a view over the size limit) gets the
+    changed groups by a Delta MERGE carrying the refresh's txn: NULL keys are groups, new groups are inserted."""
+    import dataclasses
+
+    from framework import settings
+    from framework.runner import environment
+
+    real = settings.load_local_settings
+    monkeypatch.setattr(environment, "load_local_settings", lambda: dataclasses.replace(
+        real(), small_updates=dataclasses.replace(real().small_updates, max_input_bytes=0)))
+    kit = Kit(tmp_path, MERGED)
+    queries = {"per_k": PER_K, "overall": "SELECT count(v) AS n, sum(v) AS s FROM delta.`{src}`"}
+    batches = [[{"id": 1, "k": "a", "v": 3}, {"id": 2, "k": None, "v": None}],
+               [{"id": 3, "k": None, "v": 4}, {"id": 4, "k": "b", "v": None}, {"id": 5, "k": "a", "v": -1}],
+               [{"id": 6, "k": "c", "v": 2}]]
+    for n, batch in enumerate(batches):
+        kit.land(batch)
+        result = kit.run()
+        assert result.succeeded, result.error
+        for view, query in queries.items():
+            assert rows(spark, kit.table(view)) == rows(spark, spark.sql(query.format(src=kit.table("src"))))
+            assert chosen(kit.planning(spark, view)[-1]) == ("COMPLETE_RECOMPUTE" if n == 0 else "GROUP_AGGREGATE")
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{kit.table('per_k')}`").select("operation").collect()
+    assert history[0].operation == "MERGE"
+
+
+JOINS = """
+import dlt
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+@dlt.table
+def dim():
+    return spark.readStream.format("json").schema("id bigint, k string, v bigint").load(spark.conf.get("landing")) \\
+        .where("v > 1").select("k", F.col("id").alias("did"))
+
+@dp.materialized_view(refresh_policy="incremental_strict")
+def joined():
+    return spark.read.table("src").join(spark.read.table("dim"), "k").select("id", "k", "did")
+
+@dp.materialized_view(refresh_policy="incremental")
+def left_joined():
+    return spark.read.table("src").join(spark.read.table("dim"), "k", "left").select("id", "k", "did")
+"""
+
+
+def test_inner_join_is_row_based_and_a_left_join_says_why_not(spark, tmp_path: Path) -> None:
+    kit = Kit(tmp_path, JOINS)
+    query = "SELECT s.id, s.k, d.did FROM delta.`{src}` s {kind} JOIN delta.`{dim}` d ON s.k = d.k"
+    for n, batch in enumerate([[{"id": 1, "k": "a", "v": 3}, {"id": 2, "k": "b", "v": 1}],
+                               [{"id": 3, "k": "a", "v": 5}, {"id": 4, "k": "b", "v": 7}], []]):
+        kit.land(batch)
+        assert kit.run().succeeded
+        for view, kind in (("joined", ""), ("left_joined", "LEFT")):
+            expected = spark.sql(query.format(src=kit.table("src"), dim=kit.table("dim"), kind=kind))
+            assert rows(spark, kit.table(view)) == rows(spark, expected), (view, n)
+    assert [chosen(p) for p in kit.planning(spark, "joined")] == ["COMPLETE_RECOMPUTE", "ROW_BASED", "NO_OP"]
+    last = kit.planning(spark, "left_joined")[-2]
+    assert chosen(last) == "COMPLETE_RECOMPUTE"
+    row_based = next(t for t in last["technique_information"] if t["maintenance_type"].endswith("ROW_BASED"))
+    assert [i["issue_type"] for i in row_based["incrementalization_issues"]] == ["JOIN_TYPE_NOT_SUPPORTED"]
+    assert "LeftOuter" in row_based["incrementalization_issues"][0]["reason"]
