@@ -613,25 +613,26 @@ def _declare_auto_cdc(location: SourceLocation, *, flow_name: str | None, once: 
 def apply_changes_from_snapshot(target: str, source: Any = None, keys: Any = None,
                                 stored_as_scd_type: str | int | None = None, snapshot_and_version: Any = None,
                                 track_history_column_list: Any = None,
-                                track_history_except_column_list: Any = None, *, name: str | None = None
-                                ) -> None:
-    """CDC from snapshots: compare consecutive snapshots of ``source`` and apply the differences."""
+                                track_history_except_column_list: Any = None, *, name: str | None = None,
+                                once: bool = False) -> None:
+    """CDC from snapshots: compare consecutive snapshots of ``source`` and apply the differences (``once``: in
+    the first update only, and again after a full refresh)."""
     _declare_snapshot_cdc(
         caller_location(), name=name, target=target, source=source, snapshot_and_version=snapshot_and_version,
         keys=keys, stored_as_scd_type=stored_as_scd_type, track_history_column_list=track_history_column_list,
-        track_history_except_column_list=track_history_except_column_list)
+        track_history_except_column_list=track_history_except_column_list, once=once)
 
 
 def create_auto_cdc_from_snapshot_flow(target: str, source: Any = None, keys: Any = None,
                                        stored_as_scd_type: str | int | None = None,
                                        track_history_column_list: Any = None,
                                        track_history_except_column_list: Any = None,
-                                       name: str | None = None) -> None:
-    """``dp`` spelling of :func:`apply_changes_from_snapshot`."""
+                                       name: str | None = None, once: bool = False) -> None:
+    """``dp`` spelling of :func:`apply_changes_from_snapshot` (``once`` as Databricks' reference documents it)."""
     _declare_snapshot_cdc(
         caller_location(), name=name, target=target, source=source, snapshot_and_version=None, keys=keys,
         stored_as_scd_type=stored_as_scd_type, track_history_column_list=track_history_column_list,
-        track_history_except_column_list=track_history_except_column_list)
+        track_history_except_column_list=track_history_except_column_list, once=once)
 
 
 def _snapshot_source(source: Any, snapshot_and_version: Any, location: SourceLocation) -> Any:
@@ -649,11 +650,11 @@ def _snapshot_source(source: Any, snapshot_and_version: Any, location: SourceLoc
 
 def declare_auto_cdc_from_snapshot_flow(location: SourceLocation, *, target: str, source: str, keys: Any,
                                         stored_as_scd_type: Any, flow_name: str | None = None,
-                                        **track_history: Any) -> None:
+                                        once: bool = False, **track_history: Any) -> None:
     """An AUTO CDC FROM SNAPSHOT flow declared by other than Python code (DLT SQL): the same checks as
     :func:`create_auto_cdc_from_snapshot_flow`, with errors at ``location``."""
     _declare_snapshot_cdc(location, name=flow_name, target=target, source=source, snapshot_and_version=None,
-                          keys=keys, stored_as_scd_type=stored_as_scd_type, **track_history)
+                          keys=keys, stored_as_scd_type=stored_as_scd_type, once=once, **track_history)
 
 
 def _one_snapshot(snapshot: Any, version: Any) -> Callable[[Any], Any]:
@@ -665,7 +666,7 @@ def _one_snapshot(snapshot: Any, version: Any) -> Callable[[Any], Any]:
 
 
 def _declare_snapshot_cdc(location: SourceLocation, *, name: str | None, target: str, source: Any,
-                          snapshot_and_version: Any, keys: Any, stored_as_scd_type: Any,
+                          snapshot_and_version: Any, keys: Any, stored_as_scd_type: Any, once: bool = False,
                           **track_history: Any) -> None:
     """Check ``apply_changes_from_snapshot`` / ``create_auto_cdc_from_snapshot_flow`` arguments and register."""
     _check_name("apply_changes_from_snapshot target", target, location)
@@ -680,7 +681,8 @@ def _declare_snapshot_cdc(location: SourceLocation, *, name: str | None, target:
         **{argument: _tuple_or_none(track_history[argument], argument, location)
            for argument in _TRACK_HISTORY_LISTS})
     active_registry().add_flow(Flow(name=_check_name("flow", name or target, location), target=target,
-                                    kind=FlowKind.AUTO_CDC_SNAPSHOT, location=location, snapshot_cdc=spec))
+                                    kind=FlowKind.AUTO_CDC_SNAPSHOT, location=location, snapshot_cdc=spec,
+                                    once=bool(once)))
 
 
 # ---------------------------------------------------------------------------------------------------- sinks

@@ -510,6 +510,10 @@ class FlowExecutor:
 
         spec = self.flow.snapshot_cdc
         assert spec is not None and self.dataset is not None
+        marker = f"{self.env.checkpoint_path(self.flow).rstrip('/')}/once.done"
+        if self.flow.once and state_files.exists(marker):  # a once flow ran; a full refresh clears the marker
+            result.batches = 0
+            return
         path = self.env.table_path(self.registry, self.target_key)
         created = not state_files.exists(path)
         target = SnapshotTarget(self.env.spark, spec, self.dataset.name, path,
@@ -524,6 +528,8 @@ class FlowExecutor:
         result.num_deleted_rows = sum(int(m.num_deleted_rows) for m in metrics)
         result.batches = len(metrics)
         self._apply_properties(path, created)
+        if self.flow.once:
+            state_files.write_text(marker, datetime.now(UTC).isoformat())
 
     def _cdc_state_path(self) -> str:
         return self.env.cdc_state_path(self.target_key)

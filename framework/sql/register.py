@@ -229,7 +229,7 @@ def _changes(statement: Statement, changes: env.ChangesClause, *, flow_name: str
     if changes.snapshot:
         declare_auto_cdc_from_snapshot_flow(
             _location(statement, changes.offset), target=target, source=source, keys=list(changes.keys),
-            stored_as_scd_type=changes.scd_type,
+            stored_as_scd_type=changes.scd_type, once=once or changes.once,
             flow_name=flow_name, track_history_column_list=changes.track_history,
             track_history_except_column_list=changes.track_history_except)
         return
