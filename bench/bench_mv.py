@@ -1,14 +1,15 @@
 """Incremental materialized views (issue 37): an update after 1 % new input, the incrementally refreshed view
 against its full recompute, in the same update of the same pipeline on the same data.
 
-The pipeline streams a generated Delta table (``--rows``, default 10,000,000 at scale 1) into ``src`` and keeps
-four views over it: a group-by aggregate (count, sum, min, max over 1,000 groups) and a filter-projection, each
-twice, with ``REFRESH POLICY AUTO`` (the default: the cost model picks GROUP_AGGREGATE / APPEND_ONLY) and with
-``REFRESH POLICY FULL`` (Databricks' full recompute, which open-source ``spark-pipelines`` always does). Each run
-appends 1 % rows to the generated table and runs one update with one flow at a time; the figures are the views'
-flow times (after one such update unmeasured: the warm-up of the incremental code paths in the process, as the
-initial update was the recompute's). Then an update with no new input: the incremental views' refresh (NO_OP, no Spark job reads the
-inputs) on the warm session. The views are checked equal to their FULL twins after the last run.
+The pipeline streams a generated Delta table (``--rows``, default 10,000,000 at scale 1) into ``src`` and a
+1,000-row one into ``dim``, and keeps six views: a group-by aggregate (count, sum, min, max over 1,000 groups),
+a filter-projection and a join of ``src`` with ``dim`` (filtered and projected), each twice, with ``REFRESH
+POLICY AUTO`` (the default: the cost model picks GROUP_AGGREGATE / APPEND_ONLY / ROW_BASED) and with ``REFRESH
+POLICY FULL`` (Databricks' full recompute, which open-source ``spark-pipelines`` always does). Each run appends
+1 % rows to the generated table and runs one update with one flow at a time; the figures are the views' flow
+times, after one such update unmeasured (the warm-up of the incremental code paths in the process, as the
+initial update was the recompute's). Then updates with no new input: the incremental views' refresh (NO_OP, no
+Spark job reads the inputs) on the warm session. The views are checked equal to their FULL twins at the end.
 
     .venv/bin/python -m bench.bench_mv [--scale 1] [--runs 3] [--rows N]
 """
@@ -56,6 +57,21 @@ def fp_inc():
 @dp.materialized_view(refresh_policy="full")
 def fp_full():
     return _fp(spark.read.table("src"))
+
+@dlt.table
+def dim():
+    return spark.readStream.format("delta").load(spark.conf.get("dim"))
+
+def _join(df):
+    return df.join(spark.read.table("dim"), "k").where("v < 10").select("id", "k", "region", (F.col("v") * 2).alias("v2"))
+
+@dp.materialized_view
+def join_inc():
+    return _join(spark.read.table("src"))
+
+@dp.materialized_view(refresh_policy="full")
+def join_full():
+    return _join(spark.read.table("src"))
 """
 
 
@@ -78,6 +94,7 @@ def main() -> int:
     shutil.rmtree(work / "pipeline", ignore_errors=True)
     shutil.rmtree(work / "storage", ignore_errors=True)
     shutil.rmtree(work / "raw", ignore_errors=True)
+    shutil.rmtree(work / "dim", ignore_errors=True)
     (work / "pipeline").mkdir(parents=True)
     (work / "pipeline" / "views.py").write_text(textwrap.dedent(PIPELINE))
     print(f"load before: {os.getloadavg()}", file=sys.stderr, flush=True)
@@ -87,16 +104,19 @@ def main() -> int:
     from framework.spec import parse_spec
 
     spark = get_or_create_session()
-    raw = str(work / "raw")
+    raw, dim = str(work / "raw"), str(work / "dim")
     _append(spark, raw, 0, rows, mode="overwrite")
+    spark.range(1000).selectExpr("CAST(id AS STRING) AS k", "CAST(id % 7 AS STRING) AS region") \
+        .write.format("delta").mode("overwrite").save(dim)
     spec = parse_spec({"name": "bench_mv", "libraries": [{"glob": {"include": "pipeline/**"}}],
-                       "storage": "storage", "schema": "bench_mv", "configuration": {"raw": raw}},
+                       "storage": "storage", "schema": "bench_mv", "configuration": {"raw": raw, "dim": dim}},
                       source=str(work / "spec.yaml"), default_root=work)
     options = UpdateOptions(max_concurrent_flows=1)
     first = run_update(spec, options)
     print(f"initial update (ingest {rows:,} rows, every view computed): {first.seconds:.1f}s", file=sys.stderr)
     agg = Comparison(f"bench_mv GROUP_AGGREGATE, {rows:,} rows + 1 %")
     fp = Comparison(f"bench_mv APPEND_ONLY, {rows:,} rows + 1 %")
+    join = Comparison(f"bench_mv ROW_BASED, {rows:,} rows + 1 % joined with 1,000")
     step = max(1, rows // 100)
     _append(spark, raw, rows, step)  # warm-up: the first incremental refresh of the process loads its code paths
     _flow_seconds(run_update(spec, options))
@@ -107,29 +127,32 @@ def main() -> int:
         agg.baseline_s.append(seconds["agg_full"])
         fp.framework_s.append(seconds["fp_inc"])
         fp.baseline_s.append(seconds["fp_full"])
+        join.framework_s.append(seconds["join_inc"])
+        join.baseline_s.append(seconds["join_full"])
         print(f"  run {i + 1}/{args.runs}: {seconds}", file=sys.stderr, flush=True)
     _check(spark, spec)
     idle = []
     for _ in range(args.runs):
         seconds = _flow_seconds(run_update(spec, options))
-        idle.append(max(seconds["agg_inc"], seconds["fp_inc"]))
+        idle.append(max(seconds["agg_inc"], seconds["fp_inc"], seconds["join_inc"]))
     no_change = statistics.median(idle)
-    for comparison in (agg, fp):
+    for comparison in (agg, fp, join):
         comparison.extra["rows"] = rows
         comparison.extra["small_update"] = first.small_update
     print(f"load after: {os.getloadavg()}", file=sys.stderr, flush=True)
     print(agg.report(limit=0.1))
     print(fp.report(limit=0.1))
-    print(f"[bench_mv NO_OP] no-change refresh (slower of the two views), runs: "
+    print(join.report(limit=0.1))
+    print(f"[bench_mv NO_OP] no-change refresh (slowest of the three views), runs: "
           f"{', '.join(f'{t:.3f}s' for t in idle)}; median {no_change:.3f}s "
           f"(limit 0.5 s: {'OK' if no_change < 0.5 else 'OVER'})")
-    write_json(args.json, agg, fp)
+    write_json(args.json, agg, fp, join)
     return 0
 
 
 def _check(spark, spec) -> None:
     """The incremental views hold exactly their FULL twins' rows."""
-    for inc, full in (("agg_inc", "agg_full"), ("fp_inc", "fp_full")):
+    for inc, full in (("agg_inc", "agg_full"), ("fp_inc", "fp_full"), ("join_inc", "join_full")):
         a = spark.read.format("delta").load(str(spec.tables_dir / inc))
         b = spark.read.format("delta").load(str(spec.tables_dir / full))
         if a.exceptAll(b).count() or b.exceptAll(a).count():

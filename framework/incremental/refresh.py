@@ -38,6 +38,7 @@ from framework.storage import state_files
 from framework.storage.url import is_local
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from framework.runner.flows import FlowExecutor
@@ -63,6 +64,7 @@ class ViewRefresh:
         self.changed: DataFrame | None = None  # the query over the appended rows (a state to refresh from)
         self.input_changes: dict[str, Change] = {}
         self.read_paths: list[str] = []  # the inputs in the order the query read them (ROW_BASED's terms)
+        self.changed_plan: list[dict[str, Any]] | None = None
         self.view_bytes = -1
         self._started = time.monotonic()
 
@@ -75,7 +77,8 @@ class ViewRefresh:
         state = committed_state(self.path, self.folder) if state_files.exists(self.path) else None
         if state is not None:  # the query over only what changed: analysed, and run if the plan is incremental
             self.changed = self._query(lambda key, path: self._change_read(state, path))
-            analysis = self.analysis = analyze(analyzed_plan(self.changed))
+            self.changed_plan = analyzed_plan(self.changed)
+            analysis = self.analysis = analyze(self.changed_plan)
         else:
             self._full = self._query(self._snapshot_read)
             analysis = self.analysis = analyze(analyzed_plan(self._full))
@@ -169,6 +172,23 @@ class ViewRefresh:
         if change.issue is not None:
             return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
         return snap.read(self.spark, change.appended)
+
+    def changed_rows(self, df: DataFrame) -> pa.Table:
+        """The rows of ``df``, the query over the appended rows (conformed): evaluated on the driver from the
+        appended files when ``arrow_eval.py`` can (one input, a simple plan, within the small-write size), else
+        collected from Spark's job."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from framework.incremental.arrow_eval import evaluate
+
+        change = self.input_changes.get(self.read_paths[0]) if len(self.read_paths) == 1 else None
+        if change is None or self.changed is None or self.changed_plan is None or not change.appended or \
+                change.appended_bytes > self.ex.env.small_input_bytes or df.schema != self.changed.schema:
+            return df.toArrow()
+        rows = evaluate(self.changed_plan, change.appended)
+        if rows is None:
+            return df.toArrow()
+        return rows.rename_columns(df.schema.names).cast(to_arrow_schema(df.schema, timezone="UTC"))
 
     def row_based_query(self) -> DataFrame:
         """``ROW_BASED``'s new rows: the query is linear in each of its reads (inner joins, filters,

@@ -31,7 +31,9 @@ def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], r
     """Refresh the view with ``technique`` from ``changes`` and record what it wrote in ``result``."""
     ex = refresh.ex
     assert refresh.changed is not None
-    if technique in (APPEND_ONLY, ROW_BASED):
+    if technique == APPEND_ONLY and _append_evaluated(refresh, ex._conform(refresh.changed), result):
+        pass
+    elif technique in (APPEND_ONLY, ROW_BASED):
         new_rows = refresh.row_based_query() if technique == ROW_BASED else refresh.changed
         out, observation = apply_expectations(ex._conform(new_rows), ex.expectations, dataset=ex._dataset_name(),
                                               flow=ex.flow.name, rescued_column=ex._rescued_column())
@@ -78,7 +80,7 @@ def _merge_on_driver(refresh: ViewRefresh, partial: DataFrame) -> int | None:
     found = plain_files(refresh.path, limit)
     if found is None:
         return None
-    data = partial.toArrow()
+    data = refresh.changed_rows(partial)
     existing = _read_files(refresh.path, list(found.files), data.schema)
     merged = merged_rows(existing, data, columns, data.schema)
     refresh.before_commit()
@@ -112,6 +114,30 @@ def _write(refresh: ViewRefresh, df: DataFrame, mode: str) -> None:
     if ex.dataset is not None and ex.dataset.partition_cols:
         writer = writer.partitionBy(*ex.dataset.partition_cols)
     writer.save(refresh.path)
+
+
+def _append_evaluated(refresh: ViewRefresh, df: DataFrame, result: FlowResult) -> bool:
+    """APPEND_ONLY without a Spark job: the new rows from ``refresh.changed_rows`` appended by the driver, for a
+    view without expectations (their counts come from a Spark observation) the storage policy lets the driver
+    append to. False: nothing done."""
+    from framework.storage.driver import NeedsSpark, append_arrow
+    from framework.storage.plain import input_bytes
+    from framework.storage.policy import choose
+
+    ex = refresh.ex
+    rescued = ex._rescued_column()
+    if ex.expectations or ex.reader.views or (rescued is not None and rescued in df.columns) or \
+            not ex._plain_layout() or not choose(refresh.path, df.schema, kind="append", max_bytes=ex.env.small_input_bytes,
+                                                 data_bytes=lambda: input_bytes(df)).driver:
+        return False
+    rows = refresh.changed_rows(df)
+    refresh.before_commit()
+    try:
+        append_arrow(refresh.path, df.schema, rows, txn=refresh.txn)
+    except NeedsSpark:
+        return False
+    ex._record(result, {"total": rows.num_rows}, batches=1)
+    return True
 
 
 def _append_on_driver(refresh: ViewRefresh, df: DataFrame) -> bool:
