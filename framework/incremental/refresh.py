@@ -202,8 +202,33 @@ class ViewRefresh:
         assert self.changed is not None
         return reduce(lambda a, b: a.unionAll(b), terms) if terms else self.changed
 
-    def _term_read(self, term: int) -> Any:
+    def row_based_rows(self) -> pa.Table | None:
+        """``row_based_query``'s rows evaluated on the driver (``arrow_eval.py``), each term's reads from their
+        files, when every input is a plain table and what the terms read stays within the small-write size; None:
+        Spark runs the query."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from framework.incremental.arrow_eval import evaluate
+
+        tables = []
+        for i, path in enumerate(self.read_paths):
+            if not self.input_changes[path].appended:
+                continue
+            sources: dict[int, tuple[str, ...]] = {}
+            term = self._query(self._term_read(i, sources))
+            rows = evaluate(analyzed_plan(term), sources) if sources else None
+            if rows is None:
+                return None
+            tables.append(rows.rename_columns(term.schema.names).cast(to_arrow_schema(term.schema, timezone="UTC")))
+        return pa.concat_tables(tables) if tables else None
+
+    def _term_read(self, term: int, sources: dict[int, tuple[str, ...]] | None = None) -> Any:
+        """The substitute of ``row_based_query``'s term ``term``; with ``sources``, each read's files are
+        recorded there by the id of its first column, or (a read the driver would not do) ``sources`` is
+        cleared and later reads are not recorded."""
         calls = iter(range(len(self.read_paths) + 1))
+        budget, recording = [self.ex.env.small_input_bytes], [True]
 
         def read(key: str, path: str) -> DataFrame | None:
             call = next(calls)
@@ -213,11 +238,21 @@ class ViewRefresh:
                                     code="MV_QUERY_READS_CHANGED")
             snap, change = self.snapshots[path], self.input_changes[path]
             if call == term:
-                return snap.read(self.spark, change.appended)
-            if call < term:
+                files, size = change.appended, change.appended_bytes
+            elif call < term:
                 appended = set(change.appended)
-                return snap.read(self.spark, tuple(f for f in snap.files if f not in appended))
-            return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
+                files, size = tuple(f for f in snap.files if f not in appended), snap.table_bytes - change.appended_bytes
+            else:
+                files, size = snap.files, snap.table_bytes
+            df = snap.read(self.spark, files) if call <= term else \
+                snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
+            budget[0] -= size
+            if sources is not None and (budget[0] < 0 or not snap.plain):
+                sources.clear()
+                recording[0] = False
+            if sources is not None and recording[0]:
+                sources[int(analyzed_plan(df)[0]["output"][0][0]["exprId"]["id"])] = files
+            return df
 
         return read
 

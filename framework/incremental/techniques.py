@@ -11,6 +11,7 @@ driver's milliseconds plus the collect; a table only Spark writes (a layout, a l
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED
@@ -31,21 +32,29 @@ def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], r
     """Refresh the view with ``technique`` from ``changes`` and record what it wrote in ``result``."""
     ex = refresh.ex
     assert refresh.changed is not None
-    if technique == APPEND_ONLY and _append_evaluated(refresh, ex._conform(refresh.changed), result):
-        pass
-    elif technique in (APPEND_ONLY, ROW_BASED):
-        new_rows = refresh.row_based_query() if technique == ROW_BASED else refresh.changed
-        out, observation = apply_expectations(ex._conform(new_rows), ex.expectations, dataset=ex._dataset_name(),
-                                              flow=ex.flow.name, rescued_column=ex._rescued_column())
-        _write(refresh, out, "append")
-        ex._record(result, dict(observation.get), batches=1)
+    conformed = ex._conform(refresh.changed)
+    if technique in (APPEND_ONLY, ROW_BASED):
+        on_driver = refresh.row_based_rows if technique == ROW_BASED else lambda: refresh.changed_rows(conformed)
+        if not _append_evaluated(refresh, conformed, result, on_driver):
+            _append_on_spark(refresh, technique, result)
     elif technique == GROUP_AGGREGATE:
-        result.num_output_rows = _group_aggregate(refresh, ex._conform(refresh.changed))
+        result.num_output_rows = _group_aggregate(refresh, conformed)
         result.batches = 1
     else:
         raise ValueError(f"no incremental technique {technique}")
     result.num_input_rows = sum(c.appended_rows for c in changes)
     result.status = "COMPLETED"
+
+
+def _append_on_spark(refresh: ViewRefresh, technique: str, result: FlowResult) -> None:
+    """The new rows' query with the view's expectations, appended (by the driver when small, ``_write``)."""
+    ex = refresh.ex
+    new_rows = refresh.row_based_query() if technique == ROW_BASED else refresh.changed
+    assert new_rows is not None
+    out, observation = apply_expectations(ex._conform(new_rows), ex.expectations, dataset=ex._dataset_name(),
+                                          flow=ex.flow.name, rescued_column=ex._rescued_column())
+    _write(refresh, out, "append")
+    ex._record(result, dict(observation.get), batches=1)
 
 
 def _group_aggregate(refresh: ViewRefresh, partial: DataFrame) -> int | None:
@@ -116,10 +125,12 @@ def _write(refresh: ViewRefresh, df: DataFrame, mode: str) -> None:
     writer.save(refresh.path)
 
 
-def _append_evaluated(refresh: ViewRefresh, df: DataFrame, result: FlowResult) -> bool:
-    """APPEND_ONLY without a Spark job: the new rows from ``refresh.changed_rows`` appended by the driver, for a
-    view without expectations (their counts come from a Spark observation) the storage policy lets the driver
-    append to. False: nothing done."""
+def _append_evaluated(refresh: ViewRefresh, df: DataFrame, result: FlowResult,
+                      new_rows: Callable[[], pa.Table | None]) -> bool:
+    """APPEND_ONLY or ROW_BASED without a Spark job: ``new_rows`` (``ViewRefresh.changed_rows`` /
+    ``row_based_rows``; None: not on the driver) appended by the driver, for a view without expectations (their
+    counts come from a Spark observation) the storage policy lets the driver append to (``df``: the new rows'
+    query, for their columns). False: nothing done."""
     from framework.storage.driver import NeedsSpark, append_arrow
     from framework.storage.plain import input_bytes
     from framework.storage.policy import choose
@@ -130,7 +141,9 @@ def _append_evaluated(refresh: ViewRefresh, df: DataFrame, result: FlowResult) -
             not ex._plain_layout() or not choose(refresh.path, df.schema, kind="append", max_bytes=ex.env.small_input_bytes,
                                                  data_bytes=lambda: input_bytes(df)).driver:
         return False
-    rows = refresh.changed_rows(df)
+    rows = new_rows()
+    if rows is None:
+        return False
     refresh.before_commit()
     try:
         append_arrow(refresh.path, df.schema, rows, txn=refresh.txn)

@@ -38,10 +38,18 @@ def per_k():
 @dp.materialized_view(refresh_policy="incremental")
 def big():
     return spark.read.table("src").where("v > 3").select("id", "k")
+
+@dp.materialized_view(refresh_policy="incremental")
+def joined():
+    a = spark.read.table("src")
+    b = spark.read.table("src").select(F.col("k").alias("k2"), F.col("id").alias("id2"))
+    return a.join(b, (a.k == b.k2) & (a.id < b.id2)).select("id", "id2", "k")
 """
 
 QUERIES = {"per_k": "SELECT k, count(*) AS n, sum(v) AS s FROM delta.`{src}` GROUP BY k",
-           "big": "SELECT id, k FROM delta.`{src}` WHERE v > 3"}
+           "big": "SELECT id, k FROM delta.`{src}` WHERE v > 3",
+           "joined": "SELECT a.id, b.id AS id2, a.k FROM delta.`{src}` a JOIN delta.`{src}` b ON a.k = b.k "
+                     "AND a.id < b.id"}
 
 
 def _land(landing: Path, batch: int) -> None:
@@ -50,7 +58,7 @@ def _land(landing: Path, batch: int) -> None:
     (landing / f"b{batch:03d}.json").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("flow", ["per_k", "big"])
+@pytest.mark.parametrize("flow", ["per_k", "big", "joined"])
 def test_killed_refresh_then_rerun_equals_recompute(spark: SparkSession, tmp_path: Path, flow: str) -> None:
     landing = tmp_path / "landing"
     spec_file = write_spec(tmp_path, {"p.py": PIPELINE}, name="mvkill", configuration={"landing": str(landing)})

@@ -27,12 +27,17 @@ EVALUATED = [
     "SELECT count(*) AS n, sum(v) AS s, min(k) AS lo, max(b) AS hi FROM t",
     "SELECT count(*) AS n, sum(v) AS s FROM t WHERE id < 0",
     "SELECT n AS total, k AS key FROM (SELECT k, count(v) AS n FROM t GROUP BY k)",
+    "SELECT a.id, b.id AS id2, a.k FROM t a JOIN t b ON a.k = b.k AND a.id < b.id",
+    "SELECT a.id, b.v, b.k FROM t a JOIN t b ON b.id = a.id WHERE a.v > 1",
+    "SELECT a.id, b.b FROM t a JOIN t b USING (k, v)",
 ]
 LEFT_TO_SPARK = [
     "SELECT id, v % 3 AS r FROM t",
     "SELECT id, upper(k) AS u FROM t",
     "SELECT k, avg(v) AS a FROM t GROUP BY k",
     "SELECT id, CAST(v AS string) AS s FROM t",
+    "SELECT a.id FROM t a LEFT JOIN t b ON a.id = b.id",
+    "SELECT a.id FROM t a CROSS JOIN t b",
 ]
 
 
