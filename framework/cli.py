@@ -356,11 +356,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if continuous:  # PySpark's SparkContext installs a SIGINT handler of its own (cancel, raise): start it first
         from framework.runner.lock import update_lock
+        from framework.runner.object_store import startup_conf
         from framework.runner.session import get_or_create_session
 
         with update_lock(spec.storage, "(starting)"):  # a second update still fails before its JVM starts
             pass
-        get_or_create_session()
+        get_or_create_session(extra_conf=startup_conf(spec.spark_conf))
     with _stop_on_signals(stop, continuous):
         result = run_update(spec, options)
     return 0 if result.succeeded else 1

@@ -7,8 +7,10 @@ What differs from a local folder, and why: a local folder is listed, read and mo
 options that need the framework to compare the listing with the checkpoint's log before the stream starts
 (``cloudFiles.allowOverwrites``, ``includeExistingFiles=false``, parquet/orc/avro/xml sources, which widen their
 schema from the files still to read, partition columns inferred from ``key=value`` folders) are refused with a
-message instead of being half supported. A JSON or CSV schema is inferred once, from the files present at the
-stream's first start, and kept under the schema location as on a local disk.
+message instead of being half supported. A JSON or CSV schema is inferred at the stream's first start, from the
+files present then, and kept under the schema location as on a local disk; with ``addNewColumns`` (the default
+without a user schema) a batch that meets a new column stops the stream, and its restart widens the stored schema
+from that batch's files (read from the checkpoint's source log), as on a local disk.
 """
 
 from __future__ import annotations
@@ -142,12 +144,13 @@ def refuse_unsupported(opts: CloudFilesOptions, path: str) -> None:
 
 
 def remote_schema(spark: SparkSession, opts: CloudFilesOptions, files: HadoopFiles, path: str,
-                  location: str) -> StoredSchema:
-    """The stream's stored schema; inferred from the files present and stored at its first start."""
+                  location: str, *, checkpoint: str | None = None, mode: str = "none") -> StoredSchema:
+    """The stream's stored schema: inferred from the files present and stored at its first start; widened by
+    ``addNewColumns`` with the new columns of the files of the batch that stopped the stream."""
     store = RemoteSchemaStore(files, location)
     stored = store.latest()
     if stored is not None:
-        return stored
+        return _widened(spark, opts, files, store, stored, path, checkpoint) if mode == "addNewColumns" else stored
     data = schemas.infer_data_schema(spark, opts, files.files(path)[: schemas.SAMPLE_FILES])
     if not data.fields and opts.format not in ("text", "binaryFile") and not opts.schema_hints:
         raise AutoLoaderError(f"[CF_EMPTY_DIR_FOR_SCHEMA_INFERENCE] cannot infer the schema of cloudFiles.format "
@@ -157,10 +160,32 @@ def remote_schema(spark: SparkSession, opts: CloudFilesOptions, files: HadoopFil
     return store.write(data, partitions)
 
 
+def _widened(spark: SparkSession, opts: CloudFilesOptions, files: HadoopFiles, store: RemoteSchemaStore,
+             stored: StoredSchema, path: str, checkpoint: str | None) -> StoredSchema:
+    """``stored`` with the new columns of the files of planned, uncommitted batches (where a new column stopped
+    the stream), written as the next version; ``stored`` itself when there are none."""
+    if checkpoint is None:
+        return stored
+    pending = {url for url, _ms, _batch in logged_files(files, checkpoint, path, committed=False)}
+    if not pending:
+        return stored
+    sample = [f for f in files.files(path) if f.path.url in pending][: schemas.SAMPLE_FILES]
+    widened, added = schemas.widen(stored.data, schemas.infer_data_schema(spark, opts, sample),
+                                   [f.name for f in stored.partitions.fields])
+    return store.write(widened, stored.partitions) if added else stored
+
+
 def committed_files(files: HadoopFiles, checkpoint: str, root: str) -> Iterator[tuple[str, int, int]]:
     """(url, logged modification time in ms, batch id) of every file under ``root`` that a committed batch of
     the checkpoint's file sources read (Spark's ``sources/<i>/<batch>[.compact]`` logs, ``commits/<batch>``)."""
-    committed = {int(n) for n in files.names(f"{checkpoint}/commits") if n.isdigit()}
+    return logged_files(files, checkpoint, root, committed=True)
+
+
+def logged_files(files: HadoopFiles, checkpoint: str, root: str, *, committed: bool
+                 ) -> Iterator[tuple[str, int, int]]:
+    """(url, logged modification time in ms, batch id) of every file under ``root`` in the checkpoint's file
+    source logs whose batch is committed (or, with ``committed=False``, planned and not committed)."""
+    done = {int(n) for n in files.names(f"{checkpoint}/commits") if n.isdigit()}
     prefix = root.rstrip("/") + "/"
     for source in files.names(f"{checkpoint}/sources"):
         folder = f"{checkpoint}/sources/{source}"
@@ -172,7 +197,7 @@ def committed_files(files: HadoopFiles, checkpoint: str, root: str) -> Iterator[
                     continue
                 entry = json.loads(line)
                 batch = int(entry.get("batchId", name.split(".")[0]))
-                if batch in committed and str(entry["path"]).startswith(prefix):
+                if (batch in done) is committed and str(entry["path"]).startswith(prefix):
                     yield str(entry["path"]), int(entry.get("timestamp", 0)), batch
 
 
@@ -214,11 +239,13 @@ def load_remote(spark: SparkSession, opts: CloudFilesOptions, path: str, user_sc
     files = HadoopFiles(spark, path)
     if checkpoint is not None:
         clean_remote(spark, opts, path, checkpoint)
+    mode = opts.evolution_mode or ("none" if user_schema is not None else "addNewColumns")
     if user_schema is not None:
         data, partitions = user_schema, StructType([])
         rescued = opts.rescued_data_column
     else:
-        stored = remote_schema(spark, opts, files, path, opts.schema_location or schema_location)
+        stored = remote_schema(spark, opts, files, path, opts.schema_location or schema_location,
+                               checkpoint=checkpoint, mode=mode)
         data, partitions = stored.data, stored.partitions
         if opts.schema_hints:
             data = schemas.apply_hints(data, schemas.parse_ddl(spark, opts.schema_hints, "cloudFiles.schemaHints"))
@@ -227,7 +254,8 @@ def load_remote(spark: SparkSession, opts: CloudFilesOptions, path: str, user_sc
         rescued = None
     if rescued is not None:
         data = StructType([f for f in data.fields if f.name != rescued])
-    plan = records.Plan(data=data, partitions=partitions, rescued_column=rescued, guard=None,
+    guard = mode if mode in ("addNewColumns", "failOnNewColumns") and opts.format in ("json", "csv") else None
+    plan = records.Plan(data=data, partitions=partitions, rescued_column=rescued, guard=guard,
                         case_sensitive=opts.reader_case_sensitive)
     note_rescued_column(rescued)
     return build(spark, opts, path, plan, [], None, StructType([]))

@@ -81,6 +81,16 @@ def hadoop_runtime_conf(spark_conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def startup_conf(spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """The spec's ``spark.hadoop.*`` settings, for a session this process starts: only settings given when the
+    SparkContext starts reach the Hadoop configuration of a cluster's executors (a schema inference job or a
+    Delta write on a worker otherwise meets the object store without credentials); every secret among them
+    registered for redaction. A session already running (a warm server, a test's) keeps its own and gets them at
+    run time, which its local executors share."""
+    hadoop_runtime_conf(spark_conf)  # registers the secrets
+    return {k: str(v) for k, v in spark_conf.items() if k.startswith(_HADOOP_PREFIX)}
+
+
 def object_store_locations(spec: PipelineSpec, extra: Iterable[str] = ()) -> list[str]:
     """Every object-store location the spec names: its storage root, its ``paths:`` targets, its configuration
     values that are object-store URLs, and ``extra``; in that order, without repeats."""

@@ -30,7 +30,7 @@ from framework.runner.environment import UpdateEnvironment
 from framework.runner.execute import Execution, flow_events
 from framework.runner.lock import update_lock
 from framework.runner.mapped_paths import mapped_paths
-from framework.runner.object_store import check_object_store, hadoop_runtime_conf
+from framework.runner.object_store import check_object_store, hadoop_runtime_conf, startup_conf
 from framework.runner.prewarm import note_written
 from framework.runner.progress import ConsoleListener, EventLogListener, Listeners, ProgressListener
 from framework.runner.proxy import SessionProxy
@@ -93,7 +93,8 @@ def run_update(spec: PipelineSpec, options: UpdateOptions | None = None,
     if isinstance(spec.storage, Path):  # an object store's folders need no creating
         spec.storage.mkdir(parents=True, exist_ok=True)
     with update_lock(spec.storage, update_id):
-        env = UpdateEnvironment.create(spec, spark or get_or_create_session(), update_id, read_secrets=False)
+        session = spark or get_or_create_session(extra_conf=startup_conf(spec.spark_conf))
+        env = UpdateEnvironment.create(spec, session, update_id, read_secrets=False)
         check_object_store(env.spark, spec)  # before the event log's first commit and any flow
         register_kafka_secrets({**spec.configuration, **spec.spark_conf})  # JAAS entries, *.password
         events = EventLog(str(spec.events_dir), spec.pipeline_id, spec.name, update_id)
@@ -288,7 +289,8 @@ def publish_tables(env: UpdateEnvironment, graph: PipelineGraph) -> list[Publish
 def resolve_pipeline(spec: PipelineSpec, spark: SparkSession | None = None) -> tuple[ReadRouter, Resolution]:
     """Load and resolve every query with Spark (no data is read or written); validate the graph and every
     expectation (rule files included). Returns the read router (what the pipeline reads) and the resolution."""
-    env = UpdateEnvironment.create(spec, spark or get_or_create_session(), "validate")
+    session = spark or get_or_create_session(extra_conf=startup_conf(spec.spark_conf))
+    env = UpdateEnvironment.create(spec, session, "validate")
     prepare_session(env)
     router = ReadRouter(env)
     proxy = SessionProxy(router)
