@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framework.incremental.analysis import Issue
@@ -137,8 +136,6 @@ def _records(add: dict[str, Any]) -> int:
 
 def _commit(path: str, version: int) -> list[dict[str, Any]] | None:
     """The actions of one JSON commit of a local table, or None when it is not there."""
-    file = Path(str(path).removeprefix("file:")) / "_delta_log" / f"{version:020d}.json"
-    try:
-        return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return None
+    from framework.storage.log import commit_actions
+
+    return commit_actions(path, version)

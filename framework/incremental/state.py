@@ -23,7 +23,7 @@ from typing import Any
 
 from framework import internals
 from framework.storage import state_files
-from framework.storage.log import has_commit, replay
+from framework.storage.log import commit_actions, commit_versions, has_commit, replay
 from framework.storage.url import is_local
 
 APP_ID = "medallion-materialized-view-refresh"
@@ -119,22 +119,15 @@ def _only_metadata_since(view_path: str, refresh: int) -> bool:
     that changed the view's data."""
     if not is_local(view_path):
         return False
-    log = Path(view_path.removeprefix("file:")) / "_delta_log"
-    versions = sorted((int(p.name[:20]) for p in log.glob("*.json") if p.name[:20].isdigit()), reverse=True)
-    for version in versions[:_SCAN]:
-        actions = _actions(log / f"{version:020d}.json")
+    for version in commit_versions(view_path)[::-1][:_SCAN]:
+        actions = commit_actions(view_path, version)
+        if actions is None:
+            actions = [{"remove": {"dataChange": True}}]  # unreadable: treated as a data change
         if any(_txn_of(a) == refresh for a in actions):
             return True
         if any(_changes_data(a) for a in actions):
             return False
     return False
-
-
-def _actions(file: Path) -> list[dict[str, Any]]:
-    try:
-        return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return [{"remove": {"dataChange": True}}]  # unreadable: treated as a data change
 
 
 def _txn_of(action: dict[str, Any]) -> int | None:

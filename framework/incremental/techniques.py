@@ -156,11 +156,12 @@ def _append_evaluated(refresh: ViewRefresh, df: DataFrame, result: FlowResult,
 def _append_on_driver(refresh: ViewRefresh, df: DataFrame) -> bool:
     """Append ``df`` with the driver's writer when the view's layout and the appended input are small enough."""
     from framework.storage.driver import NeedsSpark, append_arrow
-    from framework.storage.plain import arrow_writable, input_bytes
+    from framework.storage.plain import input_bytes
+    from framework.storage.policy import choose
 
     ex = refresh.ex
-    limit = ex.env.small_input_bytes
-    if not ex._plain_layout() or limit <= 0 or not arrow_writable(df.schema) or input_bytes(df) > limit:
+    if not ex._plain_layout() or not choose(refresh.path, df.schema, kind="append", max_bytes=ex.env.small_input_bytes,
+                                            data_bytes=lambda: input_bytes(df)).driver:
         return False
     try:
         append_arrow(refresh.path, df.schema, df.toArrow(), txn=refresh.txn)
@@ -171,18 +172,13 @@ def _append_on_driver(refresh: ViewRefresh, df: DataFrame) -> bool:
 
 def _written_rows(path: str) -> int | None:
     """The rows the view's newest commit wrote (its ``operationMetrics``), read from its log."""
-    import json
-    from pathlib import Path
+    from framework.storage.log import commit_actions, latest_version
 
-    from framework.storage.log import latest_version
-
-    version = latest_version(path)
-    file = Path(path.removeprefix("file:")) / "_delta_log" / f"{version or 0:020d}.json"
-    try:
-        for line in file.read_text(encoding="utf-8").splitlines():
-            info = json.loads(line).get("commitInfo") if line.strip() else None
-            if isinstance(info, dict):
+    for action in commit_actions(path, latest_version(path) or 0) or []:
+        info = action.get("commitInfo")
+        if isinstance(info, dict):
+            try:
                 return int((info.get("operationMetrics") or {}).get("numOutputRows", 0))
-    except (OSError, ValueError):
-        return None
+            except (TypeError, ValueError):
+                return None
     return None

@@ -65,6 +65,24 @@ def _actions(log: Path, version: int) -> Iterator[dict[str, Any]]:
         raise _Unreadable from None
 
 
+def commit_versions(table_path: str | Path) -> list[int]:
+    """The versions of the table's JSON commits, ascending; empty when its log cannot be listed."""
+    try:
+        return _listing(table_path)[1]
+    except _Unreadable:
+        return []
+
+
+def commit_actions(table_path: str | Path, version: int) -> list[dict[str, Any]] | None:
+    """The actions of the table's JSON commit ``version``, or None when it is not there or cannot be read (an
+    object store's commits are read by Delta only)."""
+    try:
+        log = _listing(table_path)[0]
+        return list(_actions(log, version))
+    except _Unreadable:
+        return None
+
+
 def appended_since_creation(table_path: str | Path, max_commits: int = MAX_COMMITS) -> bool:
     """True when streaming the table's changes from version 0 yields exactly its latest snapshot.
 
