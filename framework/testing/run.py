@@ -114,9 +114,11 @@ class TestPipeline:
 
     def run(self, *, inputs: InputFiles | None = None, tables: ExternalTables | None = None,
             configuration: Mapping[str, str] | None = None, full_refresh: bool = False,
-            reset_checkpoints: Sequence[str] = ()) -> PipelineRun:
+            reset_checkpoints: Sequence[str] = (),
+            replace_where_overrides: Mapping[str, str] | None = None) -> PipelineRun:
         """Write ``inputs`` and ``tables``, then run one update with ``configuration`` over the spec's
-        (``reset_checkpoints``: the streaming flows whose checkpoints the update clears, data kept)."""
+        (``reset_checkpoints``: the streaming flows whose checkpoints the update clears, data kept;
+        ``replace_where_overrides``: REPLACE WHERE flow name → the predicate of this update only, a backfill)."""
         from framework.runner.update import UpdateOptions, run_update
 
         write_inputs(self.inputs_dir, inputs)
@@ -131,7 +133,8 @@ class TestPipeline:
             self.spec = _load(self._source, self._env, self._overrides)
         out = io.StringIO()
         options = UpdateOptions(full_refresh=full_refresh, out=out,
-                                reset_checkpoint_selection=tuple(reset_checkpoints) or None)
+                                reset_checkpoint_selection=tuple(reset_checkpoints) or None,
+                                replace_where_overrides=replace_where_overrides)
         result = run_update(self.spec, options, spark=self.spark)
         return PipelineRun(self, result, out.getvalue())
 
@@ -268,11 +271,14 @@ class PipelineRun:
 
     def run_again(self, *, inputs: InputFiles | None = None, tables: ExternalTables | None = None,
                   configuration: Mapping[str, str] | None = None, full_refresh: bool = False,
-                  reset_checkpoints: Sequence[str] = ()) -> PipelineRun:
+                  reset_checkpoints: Sequence[str] = (),
+                  replace_where_overrides: Mapping[str, str] | None = None) -> PipelineRun:
         """Add ``inputs`` (and tables, configuration) and run the next update of the same storage
-        (``reset_checkpoints``: streaming flows whose checkpoints it clears first, their tables' data kept)."""
+        (``reset_checkpoints``: streaming flows whose checkpoints it clears first, their tables' data kept;
+        ``replace_where_overrides``: REPLACE WHERE flow name → the predicate of this update only, a backfill)."""
         return self.pipeline.run(inputs=inputs, tables=tables, configuration=configuration,
-                                 full_refresh=full_refresh, reset_checkpoints=reset_checkpoints)
+                                 full_refresh=full_refresh, reset_checkpoints=reset_checkpoints,
+                                 replace_where_overrides=replace_where_overrides)
 
 
 @dataclass(frozen=True)

@@ -80,3 +80,21 @@ def test_an_override_must_name_a_replace_where_flow(spark: SparkSession, tmp_pat
     assert not result.succeeded and result.error is not None
     assert result.error.code == "REPLACE_WHERE_OVERRIDE_UNKNOWN_FLOW"
     assert "big_sales" in str(result.error) and "eu_sales" in str(result.error)
+
+
+def test_the_test_kit_runs_a_backfill_override(spark: SparkSession, tmp_path: Path) -> None:
+    """``run_again(replace_where_overrides=...)``: the test kit's backfill, for one update."""
+    from framework.testing import run_pipeline
+
+    landing = tmp_path / "landing"
+    _land(landing, (1, "eu", 5), (3, "us", 30))
+    folder = tmp_path / "kit"
+    folder.mkdir()
+    (folder / "flows.py").write_text(PYTHON.format(landing=landing))
+    run = run_pipeline(spark, folder, tmp_path=tmp_path)
+    assert run.succeeded, run.error
+    _land(landing, (1, "eu", 6), (3, "us", 31))
+    backfill = run.run_again(replace_where_overrides={"eu_sales": "region IN ('eu', 'us')"})
+    assert backfill.succeeded, backfill.error
+    rows = sorted(tuple(r) for r in backfill.table("eu_sales").collect())
+    assert rows == [(1, "eu", 6), (3, "us", 31)]
