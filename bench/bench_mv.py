@@ -2,10 +2,11 @@
 against its full recompute, in the same update of the same pipeline on the same data.
 
 The pipeline streams a generated Delta table (``--rows``, default 10,000,000 at scale 1) into ``src`` and a
-1,000-row one into ``dim``, and keeps six views: a group-by aggregate (count, sum, min, max over 1,000 groups),
-a filter-projection and a join of ``src`` with ``dim`` (filtered and projected), each twice, with ``REFRESH
-POLICY AUTO`` (the default: the cost model picks GROUP_AGGREGATE / APPEND_ONLY / ROW_BASED) and with ``REFRESH
-POLICY FULL`` (Databricks' full recompute, which open-source ``spark-pipelines`` always does). Each run appends
+1,000-row one into ``dim``, and keeps eight views: a group-by aggregate (count, sum, min, max over 1,000 groups),
+a filter-projection, a join of ``src`` with ``dim`` (filtered and projected) and a window view partitioned by
+``day`` (each day's ten largest ``v`` with their rank and the day's total; ``src`` has 100 days, and each 1 %
+of new rows is a new day), each twice, with ``REFRESH POLICY AUTO`` (the default: the cost model picks
+GROUP_AGGREGATE / APPEND_ONLY / ROW_BASED / WINDOW_FUNCTION) and with ``REFRESH POLICY FULL`` (Databricks' full recompute, which open-source ``spark-pipelines`` always does). Each run appends
 1 % rows to the generated table and runs one update with one flow at a time; the figures are the views' flow
 times, after one such update unmeasured (the warm-up of the incremental code paths in the process, as the
 initial update was the recompute's). Then updates with no new input: the incremental views' refresh (NO_OP, no
@@ -29,6 +30,7 @@ from bench.harness import Comparison, common_args, write_json
 PIPELINE = """
 import dlt
 from pyspark import pipelines as dp
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 @dlt.table
@@ -72,17 +74,43 @@ def join_inc():
 @dp.materialized_view(refresh_policy="full")
 def join_full():
     return _join(spark.read.table("src"))
+
+def _window(df):
+    by_day = Window.partitionBy("day")
+    return df.select("day", "id", "v", F.row_number().over(by_day.orderBy(F.col("v").desc(), "id")).alias("r"),
+                     F.sum("v").over(by_day).alias("total")).where("r <= 10")
+
+@dp.materialized_view(partition_cols=["day"])
+def win_inc():
+    return _window(spark.read.table("src"))
+
+@dp.materialized_view(refresh_policy="full", partition_cols=["day"])
+def win_full():
+    return _window(spark.read.table("src"))
 """
 
 
-def _append(spark, raw: str, start: int, count: int, mode: str = "append") -> None:
-    spark.range(start, start + count).selectExpr("id", "CAST(id % 1000 AS STRING) AS k", "id % 97 AS v") \
+# view prefix -> (the technique AUTO should pick, what the update adds, the issue's limit on the ratio)
+VIEWS = {"agg": ("GROUP_AGGREGATE", "", 0.1), "fp": ("APPEND_ONLY", "", 0.1),
+         "join": ("ROW_BASED", " joined with 1,000", 0.1), "win": ("WINDOW_FUNCTION", " (a new day of 100)", 0.25)}
+
+
+def _append(spark, raw: str, start: int, count: int, per_day: int, mode: str = "append") -> None:
+    spark.range(start, start + count).selectExpr("id", "CAST(id % 1000 AS STRING) AS k", "id % 97 AS v",
+                                                 f"id DIV {per_day} AS day") \
         .write.format("delta").mode(mode).save(raw)
 
 
 def _flow_seconds(result) -> dict[str, float]:
     assert result.succeeded, result.error
     return {f.target: f.seconds for f in result.flows}
+
+
+def _techniques(result) -> dict[str, str]:
+    """The technique each incremental view's refresh chose (its planning_information)."""
+    return {f.target: next(t["maintenance_type"].removeprefix("MAINTENANCE_TYPE_")
+                           for t in f.planning["technique_information"] if t["is_chosen"])
+            for f in result.flows if f.planning and f.target.endswith("_inc")}
 
 
 def main() -> int:
@@ -105,7 +133,8 @@ def main() -> int:
 
     spark = get_or_create_session()
     raw, dim = str(work / "raw"), str(work / "dim")
-    _append(spark, raw, 0, rows, mode="overwrite")
+    step = max(1, rows // 100)
+    _append(spark, raw, 0, rows, step, mode="overwrite")
     spark.range(1000).selectExpr("CAST(id AS STRING) AS k", "CAST(id % 7 AS STRING) AS region") \
         .write.format("delta").mode("overwrite").save(dim)
     spec = parse_spec({"name": "bench_mv", "libraries": [{"glob": {"include": "pipeline/**"}}],
@@ -114,49 +143,43 @@ def main() -> int:
     options = UpdateOptions(max_concurrent_flows=1)
     first = run_update(spec, options)
     print(f"initial update (ingest {rows:,} rows, every view computed): {first.seconds:.1f}s", file=sys.stderr)
-    agg = Comparison(f"bench_mv GROUP_AGGREGATE, {rows:,} rows + 1 %")
-    fp = Comparison(f"bench_mv APPEND_ONLY, {rows:,} rows + 1 %")
-    join = Comparison(f"bench_mv ROW_BASED, {rows:,} rows + 1 % joined with 1,000")
-    step = max(1, rows // 100)
-    _append(spark, raw, rows, step)  # warm-up: the first incremental refresh of the process loads its code paths
+    comparisons = {prefix: Comparison(f"bench_mv {name}, {rows:,} rows + 1 %{more}")
+                   for prefix, (name, more, _) in VIEWS.items()}
+    _append(spark, raw, rows, step, step)  # warm-up: the first incremental refresh of the process loads its code paths
     _flow_seconds(run_update(spec, options))
     for i in range(args.runs):
-        _append(spark, raw, rows + (i + 1) * step, step)
-        seconds = _flow_seconds(run_update(spec, options))
-        agg.framework_s.append(seconds["agg_inc"])
-        agg.baseline_s.append(seconds["agg_full"])
-        fp.framework_s.append(seconds["fp_inc"])
-        fp.baseline_s.append(seconds["fp_full"])
-        join.framework_s.append(seconds["join_inc"])
-        join.baseline_s.append(seconds["join_full"])
-        print(f"  run {i + 1}/{args.runs}: {seconds}", file=sys.stderr, flush=True)
+        _append(spark, raw, rows + (i + 1) * step, step, step)
+        result = run_update(spec, options)
+        seconds = _flow_seconds(result)
+        chosen = _techniques(result)
+        for prefix, comparison in comparisons.items():
+            comparison.framework_s.append(seconds[f"{prefix}_inc"])
+            comparison.baseline_s.append(seconds[f"{prefix}_full"])
+            comparison.extra.setdefault("chosen", []).append(chosen.get(f"{prefix}_inc"))
+        print(f"  run {i + 1}/{args.runs}: {seconds} {chosen}", file=sys.stderr, flush=True)
     _check(spark, spec)
-    idle = []
-    for _ in range(args.runs):
-        seconds = _flow_seconds(run_update(spec, options))
-        idle.append(max(seconds["agg_inc"], seconds["fp_inc"], seconds["join_inc"]))
-    no_change = statistics.median(idle)
-    for comparison in (agg, fp, join):
+    idle = [max(_flow_seconds(run_update(spec, options))[f"{p}_inc"] for p in VIEWS) for _ in range(args.runs)]
+    for comparison in comparisons.values():
         comparison.extra["rows"] = rows
         comparison.extra["small_update"] = first.small_update
     print(f"load after: {os.getloadavg()}", file=sys.stderr, flush=True)
-    print(agg.report(limit=0.1))
-    print(fp.report(limit=0.1))
-    print(join.report(limit=0.1))
-    print(f"[bench_mv NO_OP] no-change refresh (slowest of the three views), runs: "
+    for prefix, comparison in comparisons.items():
+        print(comparison.report(limit=VIEWS[prefix][2]))
+    no_change = statistics.median(idle)
+    print(f"[bench_mv NO_OP] no-change refresh (slowest of the {len(VIEWS)} views), runs: "
           f"{', '.join(f'{t:.3f}s' for t in idle)}; median {no_change:.3f}s "
           f"(limit 0.5 s: {'OK' if no_change < 0.5 else 'OVER'})")
-    write_json(args.json, agg, fp, join)
+    write_json(args.json, *comparisons.values())
     return 0
 
 
 def _check(spark, spec) -> None:
     """The incremental views hold exactly their FULL twins' rows."""
-    for inc, full in (("agg_inc", "agg_full"), ("fp_inc", "fp_full"), ("join_inc", "join_full")):
-        a = spark.read.format("delta").load(str(spec.tables_dir / inc))
-        b = spark.read.format("delta").load(str(spec.tables_dir / full))
+    for prefix in VIEWS:
+        a = spark.read.format("delta").load(str(spec.tables_dir / f"{prefix}_inc"))
+        b = spark.read.format("delta").load(str(spec.tables_dir / f"{prefix}_full"))
         if a.exceptAll(b).count() or b.exceptAll(a).count():
-            raise SystemExit(f"{inc} differs from {full}")
+            raise SystemExit(f"{prefix}_inc differs from {prefix}_full")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ list of its expression nodes, a list of expressions a list of such lists. What i
   by columns, whose outputs are its keys and ``count`` / ``sum`` / ``min`` / ``max`` (not DISTINCT, no FILTER):
   each merges with the view's row of its group (``count`` and ``sum`` add, ``min`` and ``max`` keep the least
   and greatest), which holds while the inputs are only appended to.
+* ``WINDOW_FUNCTION``: window functions with ``PARTITION BY`` whose partition columns are view columns read
+  straight from the one input (``key_trace.py``): the partitions the input's changes touch are recomputed.
+* ``PARTITION_OVERWRITE``: a query over one input whose view columns include input columns that every GROUP BY
+  and PARTITION BY keeps (``key_trace.py``); whether the view is partitioned by them, and its input too, is
+  known at refresh time (``refresh.py``).
 Everything else is an :class:`Issue` with the reason (``AGGREGATE_NOT_TOP_NODE``, ``NON_DETERMINISTIC``,
 ``UDF``, ``INPUT_NOT_DELTA``, ``OPERATOR_NOT_SUPPORTED``, ``WINDOW_WITHOUT_PARTITION_BY``, ...).
 """
@@ -21,6 +26,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from framework.incremental.key_trace import trace
 
 APPEND_ONLY = "APPEND_ONLY"
 GROUP_AGGREGATE = "GROUP_AGGREGATE"
@@ -72,6 +79,7 @@ class Analysis:
     relations: int = 0
     fingerprint: str = ""
     group_keys: int = 0  # a group aggregate's GROUP BY columns
+    keyed: tuple[tuple[str, str], ...] = ()  # key columns (view column, input column) of a keyed recompute
 
     def applicable(self, technique: str) -> bool:
         """Whether ``technique`` can refresh the view."""
@@ -136,10 +144,12 @@ def analyze(plan: list[dict[str, Any]]) -> Analysis:
         shape = _shape_issues(root)
         append = (*general, *shape)
         group = (Issue("NO_GROUP_AGGREGATE", "the query has no GROUP BY aggregate at its top"),)
-    recompute_only = (Issue("OPERATOR_NOT_SUPPORTED", "not implemented by the local engine"),)
+    keys = trace(plan)
+    keyed = (*general, *(Issue(t, r) for t, r in keys.issues))
+    window = keyed if _has(root, "Window") else (Issue("NO_WINDOW", "the query has no window function"),)
     issues = {APPEND_ONLY: tuple(append), GROUP_AGGREGATE: tuple(group), ROW_BASED: _row_based(root, top, general),
-              PARTITION_OVERWRITE: recompute_only, WINDOW_FUNCTION: recompute_only}
-    return Analysis(issues, columns, relations, fingerprint(plan), group_keys)
+              WINDOW_FUNCTION: tuple(dict.fromkeys(window)), PARTITION_OVERWRITE: tuple(dict.fromkeys(keyed))}
+    return Analysis(issues, columns, relations, fingerprint(plan), group_keys, keys.columns)
 
 
 def fingerprint(plan: list[dict[str, Any]]) -> str:
@@ -265,8 +275,8 @@ def _window_issue(node: _Node) -> Issue:
         for e in expr:
             if _short(e) == "WindowSpecDefinition" and not e.get("partitionSpec"):
                 return Issue("WINDOW_WITHOUT_PARTITION_BY", "a window function without PARTITION BY")
-    return Issue("OPERATOR_NOT_SUPPORTED", "a window function (WINDOW_FUNCTION) is not implemented by the local "
-                                           "engine")
+    return Issue("WINDOW_IN_QUERY", "a window function: its rows change when their partition grows "
+                                    "(WINDOW_FUNCTION)")
 
 
 def _aggregate(node: _Node, root: _Node) -> tuple[tuple[OutputColumn, ...], list[Issue]]:

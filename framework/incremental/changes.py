@@ -34,6 +34,7 @@ class Snapshot:
     files: tuple[str, ...]
     table_bytes: int
     plain: bool
+    partition_columns: tuple[str, ...] = ()
 
     def schema(self) -> StructType:
         """The input's schema."""
@@ -71,7 +72,7 @@ class Change:
 
 def snapshot(path: str) -> Snapshot | None:
     """The input at ``path`` as of now, or None when it has no readable log."""
-    from framework.storage.log import latest_version, protocol_and_metadata
+    from framework.storage.log import latest_version, live_files, protocol_and_metadata
 
     plain = plain_files(path, _ANY_SIZE) if is_local(path) else None
     if plain is not None:
@@ -83,7 +84,10 @@ def snapshot(path: str) -> Snapshot | None:
     if found is None or found[2] is None or version is None:
         return None
     metadata = found[2]
-    return Snapshot(path, version, str(metadata.get("id")), metadata["schemaString"], (), 0, False)
+    live = live_files(path) if is_local(path) else None  # its size, for the cost model
+    return Snapshot(path, version, str(metadata.get("id")), metadata["schemaString"], (),
+                    sum(int(f.get("size") or 0) for f in (live or {}).values()), False,
+                    tuple(metadata.get("partitionColumns") or ()))
 
 
 def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
@@ -92,6 +96,8 @@ def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
         return Change(snap, seen, issue=Issue("INPUT_REPLACED", f"{snap.path} is another table than last time"))
     if snap.version < seen:
         return Change(snap, seen, issue=Issue("INPUT_REPLACED", f"{snap.path} is older than last time"))
+    if snap.version == seen:
+        return Change(snap, seen)  # unchanged, whatever its layout
     if not snap.plain:
         return Change(snap, seen, issue=Issue("INPUT_LAYOUT", f"{snap.path}: partitioned, column-mapped or with "
                                                               "deletion vectors"))

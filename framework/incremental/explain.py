@@ -5,15 +5,37 @@ whether each input is a Delta table with append-only changes is only known at re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from framework.incremental.analysis import analyze
+from framework.incremental.analysis import (
+    APPEND_ONLY,
+    GROUP_AGGREGATE,
+    PARTITION_OVERWRITE,
+    ROW_BASED,
+    WINDOW_FUNCTION,
+    Analysis,
+    analyze,
+)
 from framework.incremental.plan_json import analyzed_plan
 from framework.incremental.planner import INCREMENTAL_TECHNIQUES
 from framework.refresh_policy import RefreshPolicy, policy_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+
+def _keys(analysis: Analysis) -> str:
+    return ", ".join(sorted({view for view, _ in analysis.keyed}))
+
+
+_WHEN: dict[str, Callable[[Analysis], str]] = {
+    APPEND_ONLY: lambda _: "while its inputs are appended to",
+    GROUP_AGGREGATE: lambda _: "while its inputs are appended to",
+    ROW_BASED: lambda _: "while its inputs are appended to",
+    WINDOW_FUNCTION: lambda a: f"recomputing the window partitions ({_keys(a)}) its input's changes touch",
+    PARTITION_OVERWRITE: lambda a: f"when the view and its input are partitioned by one of {_keys(a)}",
+}
 
 
 def explain(df: DataFrame, refresh_policy: str | None) -> str:
@@ -26,7 +48,7 @@ def explain(df: DataFrame, refresh_policy: str | None) -> str:
     for technique in INCREMENTAL_TECHNIQUES:
         issues = [i for i in analysis.issues.get(technique, ()) if i.issue_type != "INPUT_NOT_DELTA"]
         if not issues:
-            return f"REFRESH POLICY {policy.value}: incremental ({technique}) while its inputs are appended to"
+            return f"REFRESH POLICY {policy.value}: incremental ({technique}) {_WHEN[technique](analysis)}"
         reasons.extend(f"{i.issue_type}: {i.reason}" for i in issues if f"{i.issue_type}: {i.reason}" not in reasons)
     strict = " (INCREMENTAL STRICT fails the update)" if policy is RefreshPolicy.INCREMENTAL_STRICT else ""
     return f"REFRESH POLICY {policy.value}: not incrementalizable{strict}: {'; '.join(reasons)}"

@@ -3,7 +3,9 @@
 Costs are bytes from the Delta logs, no Spark job: a full recompute reads every input and writes the view;
 ``APPEND_ONLY`` reads the appended files and appends; ``GROUP_AGGREGATE`` reads the appended files, reads the
 view and writes it back (the changed groups merged into it); ``ROW_BASED`` reads, per input with appended rows,
-those rows and the other inputs whole, and appends. ``NO_OP`` (no input changed) costs nothing.
+those rows and the other inputs whole, and appends; ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
+(``keyed.py``) read the changed files' key columns, the input's files that may hold a changed key and rewrite
+the view's. ``NO_OP`` (no input changed) costs nothing.
 
 ``AUTO`` picks the cheapest applicable technique; ``INCREMENTAL`` and ``INCREMENTAL STRICT`` the cheapest
 incremental one when one applies (STRICT fails the flow when none does); ``FULL`` always recomputes.
@@ -11,7 +13,7 @@ incremental one when one applies (STRICT fails the flow when none does); ``FULL`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,9 @@ from framework.incremental.analysis import (
     APPEND_ONLY,
     COMPLETE_RECOMPUTE,
     GROUP_AGGREGATE,
+    PARTITION_OVERWRITE,
     ROW_BASED,
+    WINDOW_FUNCTION,
     Analysis,
     Issue,
 )
@@ -27,8 +31,8 @@ from framework.incremental.changes import Change, Snapshot
 from framework.refresh_policy import RefreshPolicy
 
 NO_OP = "NO_OP"
-INCREMENTAL_TECHNIQUES = (APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED)
-REPORTED = ("PARTITION_OVERWRITE", "WINDOW_FUNCTION")
+APPENDS = (APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED)  # refreshed from the inputs' appended rows only
+INCREMENTAL_TECHNIQUES = (*APPENDS, WINDOW_FUNCTION, PARTITION_OVERWRITE)
 
 
 @dataclass(frozen=True)
@@ -95,27 +99,32 @@ def full_plan(policy: RefreshPolicy, reason: str) -> Plan:
 
 
 def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] | None, view_bytes: int,
-           context: Sequence[Issue] = (), reason_without_state: str = "") -> Plan:
+           context: Sequence[Issue] = (), reason_without_state: str = "", *,
+           own_issues: Mapping[str, Sequence[Issue]] | None = None,
+           own_costs: Mapping[str, int | None] | None = None) -> Plan:
     """The plan of one refresh. ``changes``: each input's change since the view's last refresh, None when the
     view has no usable refresh state (then the incremental techniques are reported with that reason);
-    ``context``: issues of the view itself that stop every incremental technique."""
+    ``context``: issues of the view itself that stop every incremental technique; ``own_issues`` and
+    ``own_costs``: a technique's own issues and cost found at refresh time (the keyed techniques': their
+    changes are not the appended rows, so the inputs' append issues are not theirs)."""
     inputs = sum(c.snapshot.table_bytes for c in changes or ())
     appended = sum(c.appended_bytes for c in changes or ())
     change_issues = [c.issue for c in changes or () if c.issue is not None]
     if changes is None:
         change_issues = [Issue("NO_PREVIOUS_REFRESH", reason_without_state or "the view has no refresh state")]
-    costs = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes, ROW_BASED: _row_based(changes or ()),
-             COMPLETE_RECOMPUTE: inputs + view_bytes}
-    candidates = [Candidate(COMPLETE_RECOMPUTE, cost=costs[COMPLETE_RECOMPUTE])]
+    costs: dict[str, int | None] = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes,
+                                    ROW_BASED: _row_based(changes or ()), **(own_costs or {})}
+    full = inputs + view_bytes
+    candidates = [Candidate(COMPLETE_RECOMPUTE, cost=full)]
     for technique in INCREMENTAL_TECHNIQUES:
-        issues = (*analysis.issues.get(technique, ()), *context, *change_issues)
-        candidates.append(Candidate(technique, tuple(dict.fromkeys(issues)), costs[technique]))
-    candidates.extend(Candidate(t, analysis.issues.get(t, ())) for t in REPORTED)
-    usable = [c for c in candidates if c.applicable and c.technique in INCREMENTAL_TECHNIQUES]
+        appends = change_issues if technique in APPENDS or changes is None else []
+        issues = (*analysis.issues.get(technique, ()), *context, *(own_issues or {}).get(technique, ()), *appends)
+        candidates.append(Candidate(technique, tuple(dict.fromkeys(issues)), costs.get(technique)))
+    usable = [c for c in candidates if c.applicable and c.cost is not None and c.technique in INCREMENTAL_TECHNIQUES]
     if usable and changes is not None and all(c.unchanged for c in changes):
         return Plan(policy, NO_OP, (Candidate(NO_OP, cost=0), *candidates), "no input changed")
     best = min(usable, key=lambda c: c.cost or 0, default=None)
-    if best is None or (policy is RefreshPolicy.AUTO and (best.cost or 0) >= costs[COMPLETE_RECOMPUTE]):
+    if best is None or (policy is RefreshPolicy.AUTO and (best.cost or 0) >= full):
         return Plan(policy, COMPLETE_RECOMPUTE, tuple(candidates))
     return Plan(policy, best.technique, tuple(candidates))
 
@@ -126,11 +135,13 @@ def _row_based(changes: Sequence[Change]) -> int:
     return sum(c.appended_bytes + total - c.snapshot.table_bytes for c in changes if c.appended_bytes)
 
 
-def query_issues(analysis: Analysis) -> list[Issue]:
-    """Why the query itself allows no incremental technique (empty: one applies)."""
-    if any(analysis.applicable(t) for t in INCREMENTAL_TECHNIQUES):
+def query_issues(analysis: Analysis, own_issues: Mapping[str, Sequence[Issue]] | None = None) -> list[Issue]:
+    """Why the query itself (and the view's own issues per technique) allows no incremental technique
+    (empty: one applies)."""
+    own = own_issues or {}
+    if any(analysis.applicable(t) and not own.get(t) for t in INCREMENTAL_TECHNIQUES):
         return []
     issues: list[Issue] = []
     for technique in INCREMENTAL_TECHNIQUES:
-        issues.extend(i for i in analysis.issues.get(technique, ()) if i not in issues)
+        issues.extend(i for i in (*analysis.issues.get(technique, ()), *own.get(technique, ())) if i not in issues)
     return issues

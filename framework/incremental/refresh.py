@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from framework.errors import NotIncrementalizableError, PipelineError
 from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, analyze
 from framework.incremental.changes import Change, Snapshot, change_since, snapshot
+from framework.incremental.keyed import Keyed, keyed_techniques, view_issues
 from framework.incremental.plan_json import analyzed_plan
 from framework.incremental.planner import NO_OP, Plan, choose, full_plan, query_issues
 from framework.incremental.state import (
@@ -66,6 +67,7 @@ class ViewRefresh:
         self.read_paths: list[str] = []  # the inputs in the order the query read them (ROW_BASED's terms)
         self.changed_plan: list[dict[str, Any]] | None = None
         self.view_bytes = -1
+        self.keyed: dict[str, Keyed] = {}  # WINDOW_FUNCTION's and PARTITION_OVERWRITE's touched keys and costs
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------------------------------ planning
@@ -82,12 +84,15 @@ class ViewRefresh:
         else:
             self._full = self._query(self._snapshot_read)
             analysis = self.analysis = analyze(analyzed_plan(self._full))
-        context = self._context_issues(analysis)
+        context, own = self._context_issues(analysis), self._own_issues(analysis)
         if self.policy is RefreshPolicy.INCREMENTAL_STRICT:
-            self._strict(query_issues(analysis) + context)
+            self._strict(query_issues(analysis, own) + context)
         changes, why = self._changes(state, analysis)
         self.view_bytes = self._view_bytes()
-        plan = choose(self.policy, analysis, changes, self.view_bytes, context, why)
+        if changes is not None:
+            self._keyed_plans(analysis, changes, own)
+        plan = choose(self.policy, analysis, changes, self.view_bytes, context, why, own_issues=own,
+                      own_costs={t: k.cost for t, k in self.keyed.items()})
         if self.policy is RefreshPolicy.INCREMENTAL_STRICT and changes is not None and not plan.incremental:
             self._strict([(i) for i in plan.blocking_issues()])
         self.txn = (APP_ID, last_refresh(self.path) + 1)
@@ -270,18 +275,35 @@ class ViewRefresh:
         return changes, ""
 
     def _context_issues(self, analysis: Analysis) -> list[Issue]:
-        issues: list[Issue] = []
+        """What stops every incremental technique for this view."""
         if analysis.relations != self.reads or not self.snapshots:
-            issues.append(Issue("INPUT_NOT_DELTA", "the query reads a source that is not a Delta table of the "
-                                                   "pipeline"))
+            return [Issue("INPUT_NOT_DELTA", "the query reads a source that is not a Delta table of the pipeline")]
+        return []
+
+    def _own_issues(self, analysis: Analysis) -> dict[str, list[Issue]]:
+        """What stops one technique for this view: GROUP_AGGREGATE's (expectations, a declared schema, a
+        grouping column not in the view), PARTITION_OVERWRITE's (the view's partitioning)."""
+        group: list[Issue] = []
         dataset = self.ex.dataset
         if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and self.ex.expectations:
-            issues.append(Issue("EXPECTATIONS_ON_AGGREGATE", "expectations on an aggregate view"))
+            group.append(Issue("EXPECTATIONS_ON_AGGREGATE", "expectations on an aggregate view"))
         if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and dataset.schema is not None:
-            issues.append(Issue("DECLARED_SCHEMA", "an aggregate view with a declared schema"))
+            group.append(Issue("DECLARED_SCHEMA", "an aggregate view with a declared schema"))
         if analysis.applicable(GROUP_AGGREGATE) and len(analysis.keys) != analysis.group_keys:
-            issues.append(Issue("GROUPING_EXPRESSION", "a GROUP BY column is not an output of the view"))
-        return issues
+            group.append(Issue("GROUPING_EXPRESSION", "a GROUP BY column is not an output of the view"))
+        own = {t: list(i) for t, i in view_issues(analysis, self._partition_cols()).items()}
+        return {GROUP_AGGREGATE: group, **own}
+
+    def _partition_cols(self) -> tuple[str, ...]:
+        dataset = self.ex.dataset
+        return tuple(dataset.partition_cols or ()) if dataset is not None else ()
+
+    def _keyed_plans(self, analysis: Analysis, changes: list[Change], own: dict[str, list[Issue]]) -> None:
+        """The keyed techniques' touched values and costs (``keyed.py``), their issues added to ``own``."""
+        change = changes[0] if len(changes) == 1 and analysis.relations == 1 else None
+        self.keyed = keyed_techniques(analysis, change, self.path, self._partition_cols())
+        for technique, keyed in self.keyed.items():
+            own[technique] = [*own.get(technique, []), *(i for i in keyed.issues if i not in own.get(technique, []))]
 
     def _strict(self, issues: list[Issue]) -> None:
         if issues:

@@ -1,5 +1,6 @@
 """The incremental techniques' writes: ``APPEND_ONLY`` appends the query of the appended rows, ``ROW_BASED``
-the join rule's new rows (``ViewRefresh.row_based_query``),
+the join rule's new rows (``ViewRefresh.row_based_query``), ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
+replace the touched keys' rows with the query over those keys (``keyed.py``),
 ``GROUP_AGGREGATE`` merges the changed groups' partial aggregates into the view (a small view on the driver,
 ``arrow_merge.py``: one Spark job, the partial aggregate; else a Delta MERGE, ``merge.py``). Each is one Delta
 commit carrying the refresh's ``txn``, after the refresh record (``state.py``).
@@ -14,7 +15,13 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED
+from framework.incremental.analysis import (
+    APPEND_ONLY,
+    GROUP_AGGREGATE,
+    PARTITION_OVERWRITE,
+    ROW_BASED,
+    WINDOW_FUNCTION,
+)
 from framework.incremental.arrow_merge import mergeable_keys, merged_rows
 from framework.incremental.merge import merge_into
 from framework.quality.engine import apply_expectations
@@ -40,6 +47,8 @@ def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], r
     elif technique == GROUP_AGGREGATE:
         result.num_output_rows = _group_aggregate(refresh, conformed)
         result.batches = 1
+    elif technique in (WINDOW_FUNCTION, PARTITION_OVERWRITE):
+        _keyed_recompute(refresh, refresh.keyed[technique].predicate(), result)
     else:
         raise ValueError(f"no incremental technique {technique}")
     result.num_input_rows = sum(c.appended_rows for c in changes)
@@ -54,6 +63,23 @@ def _append_on_spark(refresh: ViewRefresh, technique: str, result: FlowResult) -
     out, observation = apply_expectations(ex._conform(new_rows), ex.expectations, dataset=ex._dataset_name(),
                                           flow=ex.flow.name, rescued_column=ex._rescued_column())
     _write(refresh, out, "append")
+    ex._record(result, dict(observation.get), batches=1)
+
+
+def _keyed_recompute(refresh: ViewRefresh, predicate: str, result: FlowResult) -> None:
+    """``WINDOW_FUNCTION`` / ``PARTITION_OVERWRITE`` (``keyed.py``): the query over the inputs as planned,
+    for the touched key values only, replaces the view's rows of those values in one ``replaceWhere`` commit
+    carrying the refresh's ``txn`` (a partition overwrite when the keys partition the view)."""
+    ex = refresh.ex
+    out, observation = apply_expectations(ex._conform(refresh.full_query().where(predicate)), ex.expectations,
+                                          dataset=ex._dataset_name(), flow=ex.flow.name,
+                                          rescued_column=ex._rescued_column())
+    refresh.before_commit()
+    writer = out.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
+        .options(**ex._delta_options()).options(**refresh.writer_options())
+    if ex.dataset is not None and ex.dataset.partition_cols:
+        writer = writer.partitionBy(*ex.dataset.partition_cols)
+    writer.save(refresh.path)
     ex._record(result, dict(observation.get), batches=1)
 
 

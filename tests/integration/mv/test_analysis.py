@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from framework.incremental.analysis import APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED, analyze
+from framework.incremental.analysis import (
+    APPEND_ONLY,
+    GROUP_AGGREGATE,
+    PARTITION_OVERWRITE,
+    ROW_BASED,
+    WINDOW_FUNCTION,
+    analyze,
+)
 from framework.incremental.plan_json import ENTRY_POINT, analyzed_plan
 
 pytestmark = pytest.mark.spark
@@ -62,7 +69,21 @@ def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
     ("SELECT id, row_number() OVER (ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
      "WINDOW_WITHOUT_PARTITION_BY"),
     ("SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
-     "OPERATOR_NOT_SUPPORTED"),
+     "WINDOW_IN_QUERY"),
+    ("SELECT id, row_number() OVER (ORDER BY id) AS r FROM delta.`{src}`", WINDOW_FUNCTION,
+     "WINDOW_WITHOUT_PARTITION_BY"),
+    ("SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}`", WINDOW_FUNCTION,
+     "NO_KEY_COLUMN"),  # k is not a column of the view: its partitions cannot be told apart in it
+    ("SELECT k, id, row_number() OVER (PARTITION BY upper(k) ORDER BY id) AS r FROM delta.`{src}`", WINDOW_FUNCTION,
+     "NO_KEY_COLUMN"),
+    ("SELECT k, v, rank() OVER (PARTITION BY k ORDER BY v) AS r, sum(v) OVER (PARTITION BY v) AS t "
+     "FROM delta.`{src}`", WINDOW_FUNCTION, "NO_KEY_COLUMN"),  # no column partitions both windows
+    ("SELECT k, id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}` a "
+     "JOIN delta.`{src}` b USING (k, id)", WINDOW_FUNCTION, "OPERATOR_NOT_SUPPORTED"),
+    ("SELECT k, id, row_number() OVER (PARTITION BY k ORDER BY rand()) AS r FROM delta.`{src}`", WINDOW_FUNCTION,
+     "NON_DETERMINISTIC"),
+    ("SELECT k, count(*) AS n FROM delta.`{src}` GROUP BY k", WINDOW_FUNCTION, "NO_WINDOW"),
+    ("SELECT count(*) AS n FROM delta.`{src}` GROUP BY k", PARTITION_OVERWRITE, "NO_KEY_COLUMN"),
     ("SELECT a.id FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id", APPEND_ONLY, "JOIN_IN_QUERY"),
     ("SELECT a.id FROM delta.`{src}` a LEFT JOIN delta.`{src}` b ON a.id = b.id", ROW_BASED, "JOIN_TYPE_NOT_SUPPORTED"),
     ("SELECT k, count(*) AS n FROM delta.`{src}` a JOIN delta.`{src}` b USING (k) GROUP BY k", ROW_BASED,
@@ -73,6 +94,22 @@ def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
 ])
 def test_not_incrementalizable(spark, src: str, query: str, technique: str, issue: str) -> None:
     assert issue in _issues(spark, query.format(src=src), technique)
+
+
+@pytest.mark.parametrize(("query", "keys"), [
+    ("SELECT k AS key, id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}` WHERE v > 1",
+     {("key", "k")}),
+    ("SELECT * FROM (SELECT k, id, v, rank() OVER (PARTITION BY k, v ORDER BY id) AS r, "
+     "sum(id) OVER (PARTITION BY v, k) AS t FROM delta.`{src}`) WHERE r <= 2", {("k", "k"), ("v", "v")}),
+    ("SELECT k, d, sum(n) OVER (PARTITION BY k) AS t FROM "
+     "(SELECT k, v AS d, count(*) AS n FROM delta.`{src}` GROUP BY k, v)", {("k", "k")}),
+])
+def test_window_keys(spark, src: str, query: str, keys: set[tuple[str, str]]) -> None:
+    """A window view's keys: the view columns that are input columns every PARTITION BY and GROUP BY keeps."""
+    analysis = analyze(analyzed_plan(spark.sql(query.format(src=src))))
+    assert analysis.applicable(WINDOW_FUNCTION), analysis.issues[WINDOW_FUNCTION]
+    assert analysis.applicable(PARTITION_OVERWRITE)
+    assert set(analysis.keyed) == keys
 
 
 def test_udf(spark, src: str) -> None:

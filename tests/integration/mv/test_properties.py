@@ -1,7 +1,9 @@
 """Differential property test (issue 37): for random inputs and random sequences of changes (appends with
 NULL keys and values, late rows, deletes and updates in place, empty updates), after every update each
-incrementally refreshed view (APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED: a join of two inputs and a self-join)
-equals a full recompute of its query, row for row.
+incrementally refreshed view (APPEND_ONLY, GROUP_AGGREGATE, ROW_BASED: a join of two inputs and a self-join;
+WINDOW_FUNCTION: windows partitioned by a column, filtered on their rank; PARTITION_OVERWRITE: views partitioned
+like their partitioned input, a projection and a window) equals a full recompute of its query, row for row, and
+the keyed views are refreshed by their technique after every change (appends, deletes and updates alike).
 
 CI runs a fixed, derandomized, bounded set (each example is a pipeline and 2 to 4 updates, about 10 s each on
 two cores); ``MEDALLION_MV_EXAMPLES=50`` searches more locally (add ``--timeout 0``).
@@ -15,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.mv.kit import Kit, rows
+from tests.integration.mv.kit import Kit, chosen, rows
 
 pytestmark = pytest.mark.spark
 
@@ -24,6 +26,7 @@ LOCAL_EXAMPLES = int(os.environ.get("MEDALLION_MV_EXAMPLES", "0"))
 VIEWS = """
 import dlt
 from pyspark import pipelines as dp
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 @dp.materialized_view(refresh_policy="incremental")
@@ -57,6 +60,28 @@ def self_joined():
     b = spark.read.table("src").select(F.col("k").alias("k2"), F.col("id").alias("id2"))
     return a.join(b, (a.k == b.k2) & (a.id < b.id2)).select("id", "id2", "k")
 
+@dlt.table(partition_cols=["k"])
+def psrc():
+    return spark.readStream.format("json").schema("id bigint, k string, v bigint").load(spark.conf.get("landing"))
+
+def _ranked(df):
+    by_k = Window.partitionBy("k")
+    return df.select("id", "k", "v", F.rank().over(by_k.orderBy("v")).alias("r"),
+                     F.row_number().over(by_k.orderBy("id", "v")).alias("n"), F.sum("v").over(by_k).alias("t")) \
+        .where("r <= 2")
+
+@dp.materialized_view(refresh_policy="incremental")
+def windowed():
+    return _ranked(spark.read.table("src").where("id > 0"))
+
+@dp.materialized_view(refresh_policy="incremental", partition_cols=["k"])
+def part_projected():
+    return spark.read.table("psrc").where("v IS NULL OR v > 2").select("k", "id", (F.col("v") - 1).alias("w"))
+
+@dp.materialized_view(refresh_policy="incremental", partition_cols=["k"])
+def part_windowed():
+    return _ranked(spark.read.table("psrc"))
+
 @dp.materialized_view(refresh_policy="incremental")
 def overall():
     return spark.read.table("src").agg(F.count("*").alias("n"), F.sum("v").alias("s"), F.max("k").alias("top"))
@@ -71,7 +96,16 @@ QUERIES = {
     "joined": "SELECT s.id, s.k, d.did, s.v * 2 AS v2 FROM delta.`{src}` s JOIN delta.`{dim}` d ON s.k = d.k "
               "WHERE s.v IS NULL OR s.v > 0",
     "self_joined": "SELECT a.id, b.id AS id2, a.k FROM delta.`{src}` a JOIN delta.`{src}` b ON a.k = b.k AND a.id < b.id",
+    "windowed": "SELECT * FROM (SELECT id, k, v, rank() OVER (PARTITION BY k ORDER BY v) AS r, "
+                "row_number() OVER (PARTITION BY k ORDER BY id, v) AS n, sum(v) OVER (PARTITION BY k) AS t "
+                "FROM delta.`{src}` WHERE id > 0) WHERE r <= 2",
+    "part_projected": "SELECT k, id, v - 1 AS w FROM delta.`{psrc}` WHERE v IS NULL OR v > 2",
+    "part_windowed": "SELECT * FROM (SELECT id, k, v, rank() OVER (PARTITION BY k ORDER BY v) AS r, "
+                     "row_number() OVER (PARTITION BY k ORDER BY id, v) AS n, sum(v) OVER (PARTITION BY k) AS t "
+                     "FROM delta.`{psrc}`) WHERE r <= 2",
 }
+KEYED = {"windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
+         "part_windowed": {"PARTITION_OVERWRITE", "WINDOW_FUNCTION"}}
 
 _row = st.fixed_dictionaries({"id": st.integers(0, 30), "k": st.sampled_from(["a", "b", "c", None]),
                               "v": st.one_of(st.none(), st.integers(-5, 20))})
@@ -93,19 +127,21 @@ def test_incremental_equals_full_recompute(spark, tmp_path_factory, first, steps
     assert kit.run().succeeded
     _compare(spark, kit, "initial")
     for n, (kind, arg) in enumerate(steps):
-        src = kit.table("src")
+        for src in (kit.table("src"), kit.table("psrc")):
+            if kind == "delete":
+                spark.sql(f"DELETE FROM delta.`{src}` WHERE id = {arg}")
+            elif kind == "update":
+                spark.sql(f"UPDATE delta.`{src}` SET v = coalesce(v, 0) + 1 WHERE id <= {arg}")
         if kind == "append":
             kit.land(arg)
-        elif kind == "delete":
-            spark.sql(f"DELETE FROM delta.`{src}` WHERE id = {arg}")
-        elif kind == "update":
-            spark.sql(f"UPDATE delta.`{src}` SET v = coalesce(v, 0) + 1 WHERE id <= {arg}")
         result = kit.run()
         assert result.succeeded, result.error
         _compare(spark, kit, f"after step {n} {kind} {arg}")
+        for view, techniques in KEYED.items():
+            assert chosen(kit.planning(spark, view)[-1]) in {*techniques, "NO_OP"}, f"{view} after step {n} {kind}"
 
 
 def _compare(spark, kit: Kit, when: str) -> None:
-    src, dim = kit.table("src"), kit.table("dim")
+    paths = {name: kit.table(name) for name in ("src", "dim", "psrc")}
     for view, query in QUERIES.items():
-        assert rows(spark, kit.table(view)) == rows(spark, spark.sql(query.format(src=src, dim=dim))), f"{view} {when}"
+        assert rows(spark, kit.table(view)) == rows(spark, spark.sql(query.format(**paths))), f"{view} {when}"

@@ -29,6 +29,10 @@ def per_k():
 def ranked():
     return spark.read.table("src").selectExpr("id", "row_number() OVER (ORDER BY id) AS r")
 
+@dp.materialized_view
+def top_per_k():
+    return spark.read.table("src").selectExpr("k", "id", "row_number() OVER (PARTITION BY k ORDER BY id) AS r")
+
 @dp.materialized_view(refresh_policy="full")
 def copy():
     return spark.read.table("src")
@@ -43,7 +47,8 @@ def test_validate_explains_each_view(tmp_path: Path, capsys) -> None:
     lines = {line.split("->")[0].strip(): line for line in out.splitlines() if "->" in line}
     text = out.splitlines()
     explained = {text[i - 1].split("->")[0].strip(): text[i] for i in range(1, len(text)) if "refresh:" in text[i]}
-    assert set(explained) == {"per_k", "ranked", "copy"}, out
+    assert set(explained) == {"per_k", "ranked", "top_per_k", "copy"}, out
+    assert "incremental (WINDOW_FUNCTION) recomputing the window partitions (k)" in explained["top_per_k"]
     assert "incremental (GROUP_AGGREGATE)" in explained["per_k"]
     assert "WINDOW_WITHOUT_PARTITION_BY" in explained["ranked"] and "STRICT fails" in explained["ranked"]
     assert "always a full recompute" in explained["copy"]
