@@ -175,16 +175,11 @@ def _widened(spark: SparkSession, opts: CloudFilesOptions, files: HadoopFiles, s
     return store.write(widened, stored.partitions) if added else stored
 
 
-def committed_files(files: HadoopFiles, checkpoint: str, root: str) -> Iterator[tuple[str, int, int]]:
-    """(url, logged modification time in ms, batch id) of every file under ``root`` that a committed batch of
-    the checkpoint's file sources read (Spark's ``sources/<i>/<batch>[.compact]`` logs, ``commits/<batch>``)."""
-    return logged_files(files, checkpoint, root, committed=True)
-
-
 def logged_files(files: HadoopFiles, checkpoint: str, root: str, *, committed: bool
                  ) -> Iterator[tuple[str, int, int]]:
     """(url, logged modification time in ms, batch id) of every file under ``root`` in the checkpoint's file
-    source logs whose batch is committed (or, with ``committed=False``, planned and not committed)."""
+    source logs (Spark's ``sources/<i>/<batch>[.compact]``) whose batch is committed (``commits/<batch>``), or,
+    with ``committed=False``, planned and not committed."""
     done = {int(n) for n in files.names(f"{checkpoint}/commits") if n.isdigit()}
     prefix = root.rstrip("/") + "/"
     for source in files.names(f"{checkpoint}/sources"):
@@ -215,7 +210,7 @@ def clean_remote(spark: SparkSession, opts: CloudFilesOptions, root: str, checkp
                               f"'{root}': archived files would be ingested again. Choose a folder outside it.")
     cleaned: list[str] = []
     commit_times: dict[int, float | None] = {}
-    for url, logged_ms, batch in committed_files(files, checkpoint, root):
+    for url, logged_ms, batch in logged_files(files, checkpoint, root, committed=True):
         if batch not in commit_times:
             commit_times[batch] = files.mtime_s(f"{checkpoint}/commits/{batch}")
         committed_at = commit_times[batch]

@@ -29,11 +29,6 @@ METADATA_FILE = "cdc_target.json"
 REPLACE_MARK = "_medallion_replace"
 
 
-def has_delta_log(path: str) -> bool:
-    """True when ``path`` holds a Delta table, truncated by a full refresh or not."""
-    return has_log(path)
-
-
 def replace_pending(path: str) -> bool:
     """True when a full refresh truncated the table at ``path`` and nothing was written to it since."""
     return state_files.exists(f"{path.rstrip('/')}/{REPLACE_MARK}")
@@ -42,7 +37,7 @@ def replace_pending(path: str) -> bool:
 def delta_exists(spark: SparkSession, path: str) -> bool:
     """True when ``path`` holds a Delta table the CDC writers continue: not one a full refresh truncated (that one
     they treat as new, and their first write replaces it)."""
-    return has_delta_log(path) and not replace_pending(path)
+    return has_log(path) and not replace_pending(path)
 
 
 def _replaced(path: str) -> None:
@@ -71,7 +66,7 @@ def truncate_for_refresh(spark: SparkSession, path: str) -> None:
     first: after a crash in between, the next write replaces whatever is there."""
     from delta.tables import DeltaTable
 
-    if not has_delta_log(path):
+    if not has_log(path):
         return
     state_files.write_text(f"{path.rstrip('/')}/{REPLACE_MARK}", "")
     DeltaTable.forPath(spark, path).delete()
