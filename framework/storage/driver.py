@@ -141,7 +141,7 @@ def overwrite_arrow(path: str | Path, schema: StructType, data: Any, *, descript
         _skip_if_committed(state, txn)
         now = int(time.time() * 1000)
         removes = [{"remove": {"path": p, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
-                               "partitionValues": {}, "size": f.get("size", 0)}} for p, f in state.files.items()]
+                               "partitionValues": f.get("partitionValues") or {}, "size": f.get("size", 0)}} for p, f in state.files.items()]
         assert metadata is not None
         changed = [] if _schema_of(metadata) == schema else [
             {"metaData": {**metadata, "schemaString": schema.json()}}]
