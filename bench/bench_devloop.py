@@ -11,13 +11,16 @@
   and of the driver JVM (sampled until it exits), and with ``--cold-compare`` the same runs, alternating, with the
   JVM's stock start (no class-data sharing archive, no small-command JIT options) and with a bare PySpark + Delta
 process that writes one row (``bench/bare_delta_floor.py``); the ratio of the sample's cold run to that floor is
-printed (issue 35: <= 0.6). Limit: the median <= 20 s.
+printed (issue 35: <= 0.6). ``--against REV`` adds, alternating, cold runs of the CLI at an earlier commit (a
+worktree with its own framework jar and class-data sharing archive, ``bench/against.py``) and its ratio to the same
+floor: what a change did to the cold run, measured in one run. Limit: the median <= 20 s.
 
 ``--pipeline p1-small`` runs the same measurements on an equivalent small pipeline without Auto Loader and APPLY
 CHANGES (``bench/runner_pipelines/p1``: JSON files -> streaming table -> streaming table with expectations ->
 materialized view, 1,000 rows in 4 files), for when those parts of the framework are not available.
 
-Run: ``.venv/bin/python -m bench.bench_devloop [--runs N] [--pipeline sample|p1-small] [--skip-cold]``.
+Run: ``.venv/bin/python -m bench.bench_devloop [--runs N] [--pipeline sample|p1-small] [--skip-cold]
+[--cold-compare] [--against REV]``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from bench import against
 from bench.harness import common_args
 
 LIMIT_S = 5.0
@@ -187,12 +191,13 @@ def _child_java_cpu(parent: int) -> float | None:
     return None
 
 
-def timed_cli(cmd: list[str], env: dict[str, str]) -> tuple[ColdRun, subprocess.CompletedProcess[str]]:
-    """Run ``cmd`` (a CLI process that starts its own JVM) and measure it as :class:`ColdRun`."""
+def timed_cli(cmd: list[str], env: dict[str, str], cwd: Path = REPO
+              ) -> tuple[ColdRun, subprocess.CompletedProcess[str]]:
+    """Run ``cmd`` (a CLI process that starts its own JVM) in ``cwd`` and measure it as :class:`ColdRun`."""
     before = os.times()
     busy = _busy_seconds()
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     jvm: list[float] = []
     done = threading.Event()
 
@@ -215,8 +220,10 @@ def timed_cli(cmd: list[str], env: dict[str, str]) -> tuple[ColdRun, subprocess.
     return run, subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def cold(pipeline: str, work: Path, runs: int, variants: dict[str, dict[str, str]]) -> dict[str, list[ColdRun]]:
-    """``runs`` cold CLI runs per variant (extra environment variables), alternating."""
+def cold(pipeline: str, work: Path, runs: int, variants: dict[str, dict[str, str]],
+         checkouts: dict[str, Path] | None = None) -> dict[str, list[ColdRun]]:
+    """``runs`` cold CLI runs per variant (extra environment variables), alternating; a variant named in
+    ``checkouts`` runs the CLI of that checkout (``--against``)."""
     landing = work / "cold_landing"
     shutil.rmtree(landing, ignore_errors=True)
     land_batch(pipeline, None, landing, 1)
@@ -229,7 +236,8 @@ def cold(pipeline: str, work: Path, runs: int, variants: dict[str, dict[str, str
             shutil.rmtree(storage, ignore_errors=True)
             cmd = ([sys.executable, "-m", "bench.bare_delta_floor", str(storage / "t")] if name == BARE
                    else [sys.executable, "-m", "framework.cli", "run", str(spec_path), "--storage", str(storage)])
-            run, proc = timed_cli(cmd, {**os.environ, "MEDALLION_NO_SERVER": "1", **extra})
+            run, proc = timed_cli(cmd, {**os.environ, "MEDALLION_NO_SERVER": "1", **extra},
+                                  (checkouts or {}).get(name, REPO))
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n"
                                    f"{proc.stderr[-3000:]}")
@@ -264,6 +272,20 @@ COLD_VARIANTS = {
 }
 
 
+def ratio_lines(cold_runs: dict[str, list[ColdRun]], against_rev: str | None) -> list[str]:
+    """Issue 35's ratio (the sample's cold run to the bare floor), and the same for ``--against``'s revision."""
+    if BARE not in cold_runs:
+        return []
+    floor = statistics.median(r.wall for r in cold_runs[BARE])
+    lines = []
+    for name in ("as configured", *([against_rev] if against_rev else [])):
+        ratio = statistics.median(r.wall for r in cold_runs[name]) / floor
+        label = "" if name == "as configured" else f" at {name}"
+        lines.append(f"[P6] cold sample run{label} / cold bare PySpark + Delta one-row process: {ratio:.2f} "
+                     "(limit 0.6)")
+    return lines
+
+
 def main() -> None:
     parser = common_args(__doc__ or "")
     parser.add_argument("--pipeline", choices=("sample", "p1-small"), default="sample")
@@ -272,15 +294,22 @@ def main() -> None:
     parser.add_argument("--cold-compare", action="store_true",
                         help="alternate cold runs as configured with runs without the class-data sharing archive "
                              "and the small-command JIT options")
+    parser.add_argument("--against", metavar="REV", default=None,
+                        help="also alternate cold runs of the CLI at git revision REV (a worktree with its own "
+                             "framework jar and class-data sharing archive), with its ratio to the floor")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_devloop_"))
     work.mkdir(parents=True, exist_ok=True)
     lines = [f"[P6] pipeline: {args.pipeline}; load average before: {os.getloadavg()}"]
     cold_runs: dict[str, list[ColdRun]] = {}
     if not args.skip_cold and args.pipeline == "sample":  # p1-small needs Spark to generate its data
-        variants = COLD_VARIANTS if args.cold_compare else {"as configured": {}}
+        variants = dict(COLD_VARIANTS) if args.cold_compare else {"as configured": {}}
+        checkouts = {args.against: against.prepare(args.against, work)} if args.against else {}
+        variants.update({rev: {} for rev in checkouts})
         # first, so that no session of ours competes for CPU
-        cold_runs = cold(args.pipeline, work, args.cold_runs or args.runs, variants)
+        cold_runs = cold(args.pipeline, work, args.cold_runs or args.runs, variants, checkouts)
+        for root in checkouts.values():
+            against.remove(root)
     from framework.runner.session import get_or_create_session
 
     start = time.perf_counter()
@@ -299,10 +328,7 @@ def main() -> None:
               f"[P6] last fresh update: {w['flows']} flows, per flow {w['per_flow']}, "
               f"sum of flow times {w['flow_sum']}s (up to 4 flows at a time) in {w['wall']}s"]
     lines += cold_lines(cold_runs)
-    if BARE in cold_runs:
-        ratio = statistics.median(r.wall for r in cold_runs["as configured"]) / statistics.median(
-            r.wall for r in cold_runs[BARE])
-        lines.append(f"[P6] cold sample run / cold bare PySpark + Delta one-row process: {ratio:.2f} (limit 0.6)")
+    lines += ratio_lines(cold_runs, args.against)
     lines.append(f"[P6] load average after: {os.getloadavg()}")
     median = statistics.median(w["fresh"])
     lines.append(f"[P6] warm incremental median {statistics.median(w['incremental']):.2f}s")
