@@ -9,7 +9,10 @@ list of its expression nodes, a list of expressions a list of such lists. What i
 * ``GROUP_AGGREGATE``: an ``Aggregate`` at the top (below renaming Projects only) over such a subtree, grouping
   by columns, whose outputs are its keys and ``count`` / ``sum`` / ``min`` / ``max`` (not DISTINCT, no FILTER):
   each merges with the view's row of its group (``count`` and ``sum`` add, ``min`` and ``max`` keep the least
-  and greatest), which holds while the inputs are only appended to.
+  and greatest), which holds while the inputs are only appended to. Otherwise (``avg``, ``count(DISTINCT)``,
+  any other deterministic aggregate or expression over aggregates, or inputs that updated or deleted rows),
+  when a grouping column is an output read straight from the one input (``key_trace.py``), the changed groups
+  are recomputed (``keyed.py``); :attr:`Analysis.merge_issues` says why they are not merged.
 * ``WINDOW_FUNCTION``: window functions with ``PARTITION BY`` whose partition columns are view columns read
   straight from the one input (``key_trace.py``): the partitions the input's changes touch are recomputed.
 * ``PARTITION_OVERWRITE``: a query over one input whose view columns include input columns that every GROUP BY
@@ -80,6 +83,8 @@ class Analysis:
     fingerprint: str = ""
     group_keys: int = 0  # a group aggregate's GROUP BY columns
     keyed: tuple[tuple[str, str], ...] = ()  # key columns (view column, input column) of a keyed recompute
+    merge_issues: tuple[Issue, ...] = ()  # what stops GROUP_AGGREGATE's merge (then it recomputes the groups)
+    by_groups: bool = False  # GROUP_AGGREGATE can recompute the changed groups (its keys are input columns)
 
     def applicable(self, technique: str) -> bool:
         """Whether ``technique`` can refresh the view."""
@@ -147,9 +152,13 @@ def analyze(plan: list[dict[str, Any]]) -> Analysis:
     keys = trace(plan)
     keyed = (*general, *(Issue(t, r) for t, r in keys.issues))
     window = keyed if _has(root, "Window") else (Issue("NO_WINDOW", "the query has no window function"),)
-    issues = {APPEND_ONLY: tuple(append), GROUP_AGGREGATE: tuple(group), ROW_BASED: _row_based(root, top, general),
-              WINDOW_FUNCTION: tuple(dict.fromkeys(window)), PARTITION_OVERWRITE: tuple(dict.fromkeys(keyed))}
-    return Analysis(issues, columns, relations, fingerprint(plan), group_keys, keys.columns)
+    by_groups = top.cls == "Aggregate" and bool(keys.columns) and \
+        all(i.issue_type == "INPUT_NOT_DELTA" for i in keyed)  # the changed groups can be recomputed
+    issues = {APPEND_ONLY: tuple(append), GROUP_AGGREGATE: tuple(dict.fromkeys(keyed)) if by_groups else tuple(group),
+              ROW_BASED: _row_based(root, top, general), WINDOW_FUNCTION: tuple(dict.fromkeys(window)),
+              PARTITION_OVERWRITE: tuple(dict.fromkeys(keyed))}
+    return Analysis(issues, columns, relations, fingerprint(plan), group_keys, keys.columns,
+                    tuple(group) if top.cls == "Aggregate" else (), by_groups)
 
 
 def fingerprint(plan: list[dict[str, Any]]) -> str:

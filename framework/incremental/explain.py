@@ -31,7 +31,10 @@ def _keys(analysis: Analysis) -> str:
 
 _WHEN: dict[str, Callable[[Analysis], str]] = {
     APPEND_ONLY: lambda _: "while its inputs are appended to",
-    GROUP_AGGREGATE: lambda _: "while its inputs are appended to",
+    GROUP_AGGREGATE: lambda a: (f"recomputing the groups ({_keys(a)}) its input's changes touch"
+                                if a.merge_issues else "while its inputs are appended to"
+                                + (f"; recomputing the changed groups ({_keys(a)}) after updates and deletes"
+                                   if a.by_groups else "")),
     ROW_BASED: lambda _: "while its inputs are appended to",
     WINDOW_FUNCTION: lambda a: f"recomputing the window partitions ({_keys(a)}) its input's changes touch",
     PARTITION_OVERWRITE: lambda a: f"when the view and its input are partitioned by one of {_keys(a)}",

@@ -1,4 +1,4 @@
-"""The keyed recomputes, ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``: which key values the input's commits
+"""The keyed recomputes, ``WINDOW_FUNCTION``, ``PARTITION_OVERWRITE`` and ``GROUP_AGGREGATE`` by changed groups: which key values the input's commits
 since the last refresh touched, what recomputing them costs, and the predicate that selects them.
 
 A view's key columns (``key_trace.py``) are input columns its rows keep as they are; a view row depends only on
@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from framework.incremental.analysis import PARTITION_OVERWRITE, WINDOW_FUNCTION, Analysis, Issue
+from framework.incremental.analysis import (
+    GROUP_AGGREGATE,
+    PARTITION_OVERWRITE,
+    WINDOW_FUNCTION,
+    Analysis,
+    Issue,
+)
 from framework.incremental.changes import Change, Snapshot
 from framework.storage.plain import file_path
 from framework.storage.url import is_local
@@ -85,6 +91,17 @@ def keyed_techniques(analysis: Analysis, change: Change | None, view_path: str,
             out[technique] = Keyed((found,)) if isinstance(found, Issue) else \
                 _estimate(change.snapshot, change.seen, found, view_path)
     return out
+
+
+def keyed_groups(analysis: Analysis, change: Change | None, view_path: str) -> Keyed:
+    """``GROUP_AGGREGATE`` by recomputing the groups whose keys the input's changes touched (when the groups
+    cannot be merged: ``avg``, ``count(DISTINCT)``, an update or a delete of the input, ...)."""
+    if change is None:
+        return Keyed((Issue("INPUT_NOT_DELTA", "recomputing the changed groups needs one Delta input"),))
+    if change.issue is not None and change.issue.issue_type == "INPUT_REPLACED":
+        return Keyed((change.issue,))
+    found = _keys(analysis.keyed, change.snapshot, GROUP_AGGREGATE)
+    return Keyed((found,)) if isinstance(found, Issue) else _estimate(change.snapshot, change.seen, found, view_path)
 
 
 def _partition_pairs(analysis: Analysis, partitions: tuple[str, ...]) -> tuple[tuple[str, str], ...] | Issue:

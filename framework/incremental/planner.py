@@ -101,7 +101,7 @@ def full_plan(policy: RefreshPolicy, reason: str) -> Plan:
 def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] | None, view_bytes: int,
            context: Sequence[Issue] = (), reason_without_state: str = "", *,
            own_issues: Mapping[str, Sequence[Issue]] | None = None,
-           own_costs: Mapping[str, int | None] | None = None) -> Plan:
+           own_costs: Mapping[str, int | None] | None = None, groups: bool = False) -> Plan:
     """The plan of one refresh. ``changes``: each input's change since the view's last refresh, None when the
     view has no usable refresh state (then the incremental techniques are reported with that reason);
     ``context``: issues of the view itself that stop every incremental technique; ``own_issues`` and
@@ -113,17 +113,22 @@ def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] 
     if changes is None:
         change_issues = [Issue("NO_PREVIOUS_REFRESH", reason_without_state or "the view has no refresh state")]
     costs: dict[str, int | None] = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes,
-                                    ROW_BASED: _row_based(changes or ()), **(own_costs or {})}
+                                    ROW_BASED: _row_based(changes or ())}
+    costs.update({t: c for t, c in (own_costs or {}).items() if t != GROUP_AGGREGATE or groups})
+    appends = [t for t in APPENDS if t != GROUP_AGGREGATE or not groups]
     full = inputs + view_bytes
     candidates = [Candidate(COMPLETE_RECOMPUTE, cost=full)]
     for technique in INCREMENTAL_TECHNIQUES:
-        appends = change_issues if technique in APPENDS or changes is None else []
-        issues = (*analysis.issues.get(technique, ()), *context, *(own_issues or {}).get(technique, ()), *appends)
+        from_appends = change_issues if technique in appends or changes is None else []
+        issues = (*analysis.issues.get(technique, ()), *context, *(own_issues or {}).get(technique, ()),
+                  *from_appends)
         candidates.append(Candidate(technique, tuple(dict.fromkeys(issues)), costs.get(technique)))
     usable = [c for c in candidates if c.applicable and c.cost is not None and c.technique in INCREMENTAL_TECHNIQUES]
     if usable and changes is not None and all(c.unchanged for c in changes):
         return Plan(policy, NO_OP, (Candidate(NO_OP, cost=0), *candidates), "no input changed")
-    best = min(usable, key=lambda c: c.cost or 0, default=None)
+    # a tie goes to PARTITION_OVERWRITE: the same partitions recomputed as GROUP_AGGREGATE's or WINDOW_FUNCTION's
+    # changed keys would be, named as Databricks names it
+    best = min(usable, key=lambda c: (c.cost or 0, c.technique != PARTITION_OVERWRITE), default=None)
     if best is None or (policy is RefreshPolicy.AUTO and (best.cost or 0) >= full):
         return Plan(policy, COMPLETE_RECOMPUTE, tuple(candidates))
     return Plan(policy, best.technique, tuple(candidates))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from framework.errors import NotIncrementalizableError, PipelineError
 from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, analyze
 from framework.incremental.changes import Change, Snapshot, change_since, snapshot
-from framework.incremental.keyed import Keyed, keyed_techniques, view_issues
+from framework.incremental.keyed import Keyed, keyed_groups, keyed_techniques, view_issues
 from framework.incremental.plan_json import analyzed_plan
 from framework.incremental.planner import NO_OP, Plan, choose, full_plan, query_issues
 from framework.incremental.state import (
@@ -92,7 +92,7 @@ class ViewRefresh:
         if changes is not None:
             self._keyed_plans(analysis, changes, own)
         plan = choose(self.policy, analysis, changes, self.view_bytes, context, why, own_issues=own,
-                      own_costs={t: k.cost for t, k in self.keyed.items()})
+                      own_costs={t: k.cost for t, k in self.keyed.items()}, groups=GROUP_AGGREGATE in self.keyed)
         if self.policy is RefreshPolicy.INCREMENTAL_STRICT and changes is not None and not plan.incremental:
             self._strict([(i) for i in plan.blocking_issues()])
         self.txn = (APP_ID, last_refresh(self.path) + 1)
@@ -281,27 +281,41 @@ class ViewRefresh:
         return []
 
     def _own_issues(self, analysis: Analysis) -> dict[str, list[Issue]]:
-        """What stops one technique for this view: GROUP_AGGREGATE's (expectations, a declared schema, a
-        grouping column not in the view), PARTITION_OVERWRITE's (the view's partitioning)."""
-        group: list[Issue] = []
-        dataset = self.ex.dataset
-        if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and self.ex.expectations:
-            group.append(Issue("EXPECTATIONS_ON_AGGREGATE", "expectations on an aggregate view"))
-        if analysis.applicable(GROUP_AGGREGATE) and dataset is not None and dataset.schema is not None:
-            group.append(Issue("DECLARED_SCHEMA", "an aggregate view with a declared schema"))
-        if analysis.applicable(GROUP_AGGREGATE) and len(analysis.keys) != analysis.group_keys:
-            group.append(Issue("GROUPING_EXPRESSION", "a GROUP BY column is not an output of the view"))
+        """What stops one technique for this view: GROUP_AGGREGATE's merge (expectations, a declared schema, a
+        grouping column not in the view: then only recomputing the changed groups can, ``_merge_issues``),
+        PARTITION_OVERWRITE's (the view's partitioning)."""
         own = {t: list(i) for t, i in view_issues(analysis, self._partition_cols()).items()}
-        return {GROUP_AGGREGATE: group, **own}
+        return {GROUP_AGGREGATE: [] if analysis.by_groups else self._merge_issues(analysis), **own}
+
+    def _merge_issues(self, analysis: Analysis) -> list[Issue]:
+        """Why GROUP_AGGREGATE cannot merge the changed groups into the view (the query's reasons and the
+        view's)."""
+        group = list(analysis.merge_issues)
+        dataset = self.ex.dataset
+        if dataset is not None and self.ex.expectations:
+            group.append(Issue("EXPECTATIONS_ON_AGGREGATE", "expectations on an aggregate view"))
+        if dataset is not None and dataset.schema is not None:
+            group.append(Issue("DECLARED_SCHEMA", "an aggregate view with a declared schema"))
+        if len(analysis.keys) != analysis.group_keys:
+            group.append(Issue("GROUPING_EXPRESSION", "a GROUP BY column is not an output of the view"))
+        return group if analysis.applicable(GROUP_AGGREGATE) else []
 
     def _partition_cols(self) -> tuple[str, ...]:
         dataset = self.ex.dataset
         return tuple(dataset.partition_cols or ()) if dataset is not None else ()
 
     def _keyed_plans(self, analysis: Analysis, changes: list[Change], own: dict[str, list[Issue]]) -> None:
-        """The keyed techniques' touched values and costs (``keyed.py``), their issues added to ``own``."""
+        """The keyed techniques' touched values and costs (``keyed.py``), their issues added to ``own``; and
+        GROUP_AGGREGATE's changed groups when they cannot be merged (kept in ``keyed`` too)."""
         change = changes[0] if len(changes) == 1 and analysis.relations == 1 else None
         self.keyed = keyed_techniques(analysis, change, self.path, self._partition_cols())
+        merge = self._merge_issues(analysis)
+        if analysis.by_groups and (merge or any(c.issue is not None for c in changes)):
+            groups = keyed_groups(analysis, change, self.path)  # the groups cannot be merged: recomputed
+            if groups.issues:
+                own[GROUP_AGGREGATE] = [*merge, *groups.issues]
+            else:
+                self.keyed[GROUP_AGGREGATE] = groups
         for technique, keyed in self.keyed.items():
             own[technique] = [*own.get(technique, []), *(i for i in keyed.issues if i not in own.get(technique, []))]
 

@@ -44,6 +44,8 @@ def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], r
         on_driver = refresh.row_based_rows if technique == ROW_BASED else lambda: refresh.changed_rows(conformed)
         if not _append_evaluated(refresh, conformed, result, on_driver):
             _append_on_spark(refresh, technique, result)
+    elif technique == GROUP_AGGREGATE and technique in refresh.keyed:  # the changed groups recomputed
+        _keyed_recompute(refresh, refresh.keyed[technique].predicate(), result)
     elif technique == GROUP_AGGREGATE:
         result.num_output_rows = _group_aggregate(refresh, conformed)
         result.batches = 1

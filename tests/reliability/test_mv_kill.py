@@ -1,5 +1,6 @@
-"""kill -9 during an incremental refresh of materialized views, then a rerun (issue 37): the views equal a full
-recompute of their queries, the refresh completed exactly once or recomputed.
+"""kill -9 during an incremental refresh of materialized views (GROUP_AGGREGATE, APPEND_ONLY, ROW_BASED,
+WINDOW_FUNCTION), then a rerun (issue 37): the views equal a full recompute of their queries, the refresh
+completed exactly once or recomputed.
 
 Each round lands new input, starts ``medallion run`` in a fresh process and kills its process group a delay
 after the view's flow printed "starting" (between planning, the refresh record, the data commit and the event
@@ -25,6 +26,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PIPELINE = """
 import dlt
 from pyspark import pipelines as dp
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 @dlt.table
@@ -44,12 +46,17 @@ def joined():
     a = spark.read.table("src")
     b = spark.read.table("src").select(F.col("k").alias("k2"), F.col("id").alias("id2"))
     return a.join(b, (a.k == b.k2) & (a.id < b.id2)).select("id", "id2", "k")
+
+@dp.materialized_view(refresh_policy="incremental")
+def ranked():
+    return spark.read.table("src").select("k", "id", F.rank().over(Window.partitionBy("k").orderBy("v", "id")).alias("r"))
 """
 
 QUERIES = {"per_k": "SELECT k, count(*) AS n, sum(v) AS s FROM delta.`{src}` GROUP BY k",
            "big": "SELECT id, k FROM delta.`{src}` WHERE v > 3",
            "joined": "SELECT a.id, b.id AS id2, a.k FROM delta.`{src}` a JOIN delta.`{src}` b ON a.k = b.k "
-                     "AND a.id < b.id"}
+                     "AND a.id < b.id",
+           "ranked": "SELECT k, id, rank() OVER (PARTITION BY k ORDER BY v, id) AS r FROM delta.`{src}`"}
 
 
 def _land(landing: Path, batch: int) -> None:
@@ -58,7 +65,7 @@ def _land(landing: Path, batch: int) -> None:
     (landing / f"b{batch:03d}.json").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("flow", ["per_k", "big", "joined"])
+@pytest.mark.parametrize("flow", ["per_k", "big", "joined", "ranked"])
 def test_killed_refresh_then_rerun_equals_recompute(spark: SparkSession, tmp_path: Path, flow: str) -> None:
     landing = tmp_path / "landing"
     spec_file = write_spec(tmp_path, {"p.py": PIPELINE}, name="mvkill", configuration={"landing": str(landing)})

@@ -90,3 +90,21 @@ def test_own_issues_stop_one_technique() -> None:
     assert first.chosen == COMPLETE_RECOMPUTE
     assert all(any(i.issue_type == "NO_PREVIOUS_REFRESH" for i in c.issues) for c in first.candidates
                if c.technique in (WINDOW_FUNCTION, PARTITION_OVERWRITE))
+
+
+def test_groups_recomputed_when_not_merged() -> None:
+    """GROUP_AGGREGATE by changed groups: its cost is the keyed estimate and the inputs' append issues are not
+    its; without ``groups`` the merge's cost and issues hold."""
+    agg = Analysis({APPEND_ONLY: NOT, GROUP_AGGREGATE: (), ROW_BASED: NOT, WINDOW_FUNCTION: NOT,
+                    PARTITION_OVERWRITE: ()}, keyed=(("k", "k"),), by_groups=True)
+    deleted = [_change(10_000, issue=Issue("CHANGES_NOT_APPEND_ONLY", "deleted"))]
+    unpartitioned = {PARTITION_OVERWRITE: [Issue("VIEW_NOT_PARTITIONED", "none")]}
+    plan = choose(RefreshPolicy.AUTO, agg, deleted, view_bytes=100, own_issues=unpartitioned,
+                  own_costs={GROUP_AGGREGATE: 700}, groups=True)
+    assert plan.chosen == GROUP_AGGREGATE and {c.technique: c.cost for c in plan.candidates}[GROUP_AGGREGATE] == 700
+    merged = choose(RefreshPolicy.AUTO, agg, deleted, view_bytes=100, own_issues=unpartitioned,
+                    own_costs={GROUP_AGGREGATE: 700})
+    assert merged.chosen == COMPLETE_RECOMPUTE
+    tie = choose(RefreshPolicy.AUTO, agg, deleted, view_bytes=100, own_costs={GROUP_AGGREGATE: 700,
+                                                                             PARTITION_OVERWRITE: 700}, groups=True)
+    assert tie.chosen == PARTITION_OVERWRITE

@@ -63,9 +63,9 @@ def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
      "NO_GROUP_AGGREGATE"),
     ("SELECT * FROM (SELECT k, count(*) AS n FROM delta.`{src}` GROUP BY k) WHERE n > 1", APPEND_ONLY,
      "AGGREGATE_NOT_TOP_NODE"),
-    ("SELECT k, avg(v) AS a FROM delta.`{src}` GROUP BY k", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),
-    ("SELECT k, count(DISTINCT v) AS d FROM delta.`{src}` GROUP BY k", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),
-    ("SELECT k, sum(v) * 2 AS s FROM delta.`{src}` GROUP BY k", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),
+    ("SELECT avg(v) AS a FROM delta.`{src}`", GROUP_AGGREGATE, "AGGREGATE_NOT_SUPPORTED"),  # no group to redo
+    ("SELECT upper(k) AS u, avg(v) AS a FROM delta.`{src}` GROUP BY upper(k)", GROUP_AGGREGATE,
+     "AGGREGATE_NOT_SUPPORTED"),
     ("SELECT id, row_number() OVER (ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
      "WINDOW_WITHOUT_PARTITION_BY"),
     ("SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS r FROM delta.`{src}`", APPEND_ONLY,
@@ -110,6 +110,19 @@ def test_window_keys(spark, src: str, query: str, keys: set[tuple[str, str]]) ->
     assert analysis.applicable(WINDOW_FUNCTION), analysis.issues[WINDOW_FUNCTION]
     assert analysis.applicable(PARTITION_OVERWRITE)
     assert set(analysis.keyed) == keys
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT k, avg(v) AS a FROM delta.`{src}` GROUP BY k",
+    "SELECT k, count(DISTINCT v) AS d FROM delta.`{src}` GROUP BY k",
+    "SELECT k, sum(v) * 2 AS s FROM delta.`{src}` GROUP BY k",
+    "SELECT k, count(*) AS n FROM delta.`{src}` GROUP BY k, v",
+])
+def test_groups_recomputed_when_not_merged(spark, src: str, query: str) -> None:
+    """GROUP_AGGREGATE recomputes the changed groups of what it cannot merge (the reason kept)."""
+    analysis = analyze(analyzed_plan(spark.sql(query.format(src=src))))
+    assert analysis.applicable(GROUP_AGGREGATE) and analysis.by_groups and analysis.keyed == (("k", "k"),)
+    assert {i.issue_type for i in analysis.merge_issues} <= {"AGGREGATE_NOT_SUPPORTED"}
 
 
 def test_udf(spark, src: str) -> None:

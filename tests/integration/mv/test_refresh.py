@@ -68,9 +68,9 @@ def test_appends_then_delete_then_nothing(spark, tmp_path: Path) -> None:
     assert kit.run().succeeded
     _check(spark, kit)
     last = kit.planning(spark, "per_k")[-1]
-    assert chosen(last) == "COMPLETE_RECOMPUTE"
+    assert chosen(last) == "GROUP_AGGREGATE"  # min/max cannot be merged after a delete: the groups recomputed
     issues = {i["issue_type"] for t in last["technique_information"] for i in t.get("incrementalization_issues", [])}
-    assert "CHANGES_NOT_APPEND_ONLY" in issues
+    assert "CHANGES_NOT_APPEND_ONLY" in issues  # APPEND_ONLY's
     kit.land([{"id": 7, "k": "b", "v": 9}])
     assert kit.run().succeeded
     _check(spark, kit)
@@ -89,7 +89,7 @@ from pyspark.sql import functions as F
 
 @dp.materialized_view(refresh_policy="incremental_strict")
 def averages():
-    return spark.read.table("src").groupBy("k").agg(F.avg("v").alias("a"))
+    return spark.read.table("src").agg(F.avg("v").alias("a"))
 """
 
 
