@@ -183,6 +183,9 @@ def _values(snap: Snapshot, files: list[dict[str, Any]], keys: Keys) -> tuple[se
     read_bytes = 0
     for item in files:
         given = {k.lower(): v for k, v in (item.get("partitionValues") or {}).items()}
+        if any(c.lower() in partitioned and c.lower() not in given for c in keys.input):
+            # a remove without its partition values (no extendedFileMetadata): the key is unknown, not NULL
+            return Issue("CHANGES_UNAVAILABLE", f"{snap.path}: a changed file's partition values are not logged")
         fixed = {c: typed(given.get(c.lower()), t) for c, t in zip(keys.input, keys.types, strict=True)
                  if c.lower() in partitioned}
         if not data:
