@@ -169,7 +169,7 @@ def touched(snap: Snapshot, seen: int, keys: Keys) -> tuple[set[tuple[Any, ...]]
             for kind in ("add", "remove"):
                 item = action.get(kind)
                 if isinstance(item, dict) and item.get("dataChange", True):
-                    files.append(item)
+                    files.append({**item, "__removed": kind == "remove"})
     return _values(snap, files, keys)
 
 
@@ -183,8 +183,10 @@ def _values(snap: Snapshot, files: list[dict[str, Any]], keys: Keys) -> tuple[se
     read_bytes = 0
     for item in files:
         given = {k.lower(): v for k, v in (item.get("partitionValues") or {}).items()}
-        if any(c.lower() in partitioned and c.lower() not in given for c in keys.input):
-            # a remove without its partition values (no extendedFileMetadata): the key is unknown, not NULL
+        if item["__removed"] and not item.get("extendedFileMetadata") and \
+                any(c.lower() in partitioned and c.lower() not in given for c in keys.input):
+            # a remove without its partition values (no extendedFileMetadata): the key is unknown, not NULL (with
+            # extendedFileMetadata a NULL value is left out of the map: Delta 4.4's UPDATE writes such removes)
             return Issue("CHANGES_UNAVAILABLE", f"{snap.path}: a changed file's partition values are not logged")
         fixed = {c: typed(given.get(c.lower()), t) for c, t in zip(keys.input, keys.types, strict=True)
                  if c.lower() in partitioned}

@@ -45,3 +45,11 @@ def test_a_remove_without_partition_values_is_not_a_null_key(tmp_path: Path) -> 
     snap = _table(tmp_path, [{"remove": {"path": "p=1/a.parquet", "dataChange": True}}])
     found = touched(snap, 0, KEYS)
     assert isinstance(found, Issue) and found.issue_type == "CHANGES_UNAVAILABLE"
+
+
+def test_an_extended_remove_leaves_a_null_partition_value_out(tmp_path: Path) -> None:
+    """Delta 4.4's UPDATE logs the remove of a file of the NULL partition with ``extendedFileMetadata`` and an
+    empty ``partitionValues`` map: the key is NULL (measured on a real log, tests/integration/mv/test_keyed.py)."""
+    snap = _table(tmp_path, [{"remove": {"path": "p=__HIVE_DEFAULT_PARTITION__/a.parquet", "partitionValues": {},
+                                         "dataChange": True, "extendedFileMetadata": True}}])
+    assert touched(snap, 0, KEYS) == ({(None,)}, 0)
