@@ -63,6 +63,7 @@ class Change:
     appended_bytes: int = 0
     appended_rows: int = 0
     issue: Issue | None = None
+    feed: bool = False  # not append-only, but readable from the change data feed (ROW_BASED's signed changes)
 
     @property
     def unchanged(self) -> bool:
@@ -109,6 +110,8 @@ def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
             return Change(snap, seen, issue=Issue("CHANGES_UNAVAILABLE", f"{snap.path}: commit {version} is gone "
                                                                          "from the log"))
         issue = _not_append(snap.path, version, actions)
+        if issue is not None and issue.issue_type == "CHANGES_NOT_APPEND_ONLY" and _feed_enabled(snap.path):
+            return _from_feed(snap, seen, issue)
         if issue is not None:
             return Change(snap, seen, issue=issue)
         for action in actions:
@@ -118,6 +121,36 @@ def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
                 size += int(add.get("size") or 0)
                 rows += _records(add)
     return Change(snap, seen, tuple(appended), size, rows)
+
+
+def _feed_enabled(path: str) -> bool:
+    """Whether the input records its change data feed (``delta.enableChangeDataFeed``)."""
+    from framework.storage.log import protocol_and_metadata
+
+    found = protocol_and_metadata(path)
+    configuration = ((found[2] if found is not None else None) or {}).get("configuration") or {}
+    return str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+
+def _from_feed(snap: Snapshot, seen: int, issue: Issue) -> Change:
+    """A change that updated or deleted rows, to be read from the change data feed: its bytes (the files its
+    commits added, removed or wrote as change data) for the cost model; a metadata change in the range (the feed
+    may have been off, or the schema changed) is an issue instead."""
+    size = 0
+    for version in range(seen + 1, snap.version + 1):
+        actions = _commit(snap.path, version)
+        if actions is None:
+            return Change(snap, seen, issue=Issue("CHANGES_UNAVAILABLE", f"{snap.path}: commit {version} is gone "
+                                                                         "from the log"))
+        for action in actions:
+            if isinstance(action.get("metaData"), dict):
+                return Change(snap, seen, issue=Issue("INPUT_SCHEMA_CHANGED", f"{snap.path}: version {version} "
+                                                                              "changed the table's metadata"))
+            for kind in ("add", "remove", "cdc"):
+                item = action.get(kind)
+                if isinstance(item, dict) and (kind == "cdc" or item.get("dataChange", True)):
+                    size += int(item.get("size") or 0)
+    return Change(snap, seen, appended_bytes=size, issue=issue, feed=True)
 
 
 def _not_append(path: str, version: int, actions: list[dict[str, Any]]) -> Issue | None:

@@ -3,7 +3,8 @@
 Costs are bytes from the Delta logs, no Spark job: a full recompute reads every input and writes the view;
 ``APPEND_ONLY`` reads the appended files and appends; ``GROUP_AGGREGATE`` reads the appended files, reads the
 view and writes it back (the changed groups merged into it); ``ROW_BASED`` reads, per input with appended rows,
-those rows and the other inputs whole, and appends; ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
+those rows and the other inputs whole, and appends (after updates or deletes, read from the change data feed, it
+also reads and rewrites the view); ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
 (``keyed.py``) read the changed files' key columns, the input's files that may hold a changed key and rewrite
 the view's. ``NO_OP`` (no input changed) costs nothing.
 
@@ -113,13 +114,15 @@ def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] 
     if changes is None:
         change_issues = [Issue("NO_PREVIOUS_REFRESH", reason_without_state or "the view has no refresh state")]
     costs: dict[str, int | None] = {APPEND_ONLY: appended, GROUP_AGGREGATE: appended + 2 * view_bytes,
-                                    ROW_BASED: _row_based(changes or ())}
+                                    ROW_BASED: _row_based(changes or (), view_bytes)}
     costs.update({t: c for t, c in (own_costs or {}).items() if t != GROUP_AGGREGATE or groups})
     appends = [t for t in APPENDS if t != GROUP_AGGREGATE or not groups]
     full = inputs + view_bytes
     candidates = [Candidate(COMPLETE_RECOMPUTE, cost=full)]
     for technique in INCREMENTAL_TECHNIQUES:
         from_appends = change_issues if technique in appends or changes is None else []
+        if technique == ROW_BASED and changes is not None:  # updates and deletes read from the change data feed
+            from_appends = [c.issue for c in changes if c.issue is not None and not c.feed]
         issues = (*analysis.issues.get(technique, ()), *context, *(own_issues or {}).get(technique, ()),
                   *from_appends)
         candidates.append(Candidate(technique, tuple(dict.fromkeys(issues)), costs.get(technique)))
@@ -134,10 +137,12 @@ def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] 
     return Plan(policy, best.technique, tuple(candidates))
 
 
-def _row_based(changes: Sequence[Change]) -> int:
-    """``ROW_BASED`` reads, for each input with appended rows, those rows and every other input whole."""
+def _row_based(changes: Sequence[Change], view_bytes: int) -> int:
+    """``ROW_BASED`` reads, for each input with appended rows (or change data), those rows and every other input
+    whole; with updates or deletes it also reads and rewrites the view (their rows removed)."""
     total = sum(c.snapshot.table_bytes for c in changes)
-    return sum(c.appended_bytes + total - c.snapshot.table_bytes for c in changes if c.appended_bytes)
+    rewrite = 2 * view_bytes if any(c.feed for c in changes) else 0
+    return rewrite + sum(c.appended_bytes + total - c.snapshot.table_bytes for c in changes if c.appended_bytes)
 
 
 def query_issues(analysis: Analysis, own_issues: Mapping[str, Sequence[Issue]] | None = None) -> list[Issue]:

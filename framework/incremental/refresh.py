@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from framework.errors import NotIncrementalizableError, PipelineError
-from framework.incremental.analysis import GROUP_AGGREGATE, Analysis, Issue, analyze
+from framework.incremental.analysis import GROUP_AGGREGATE, ROW_BASED, Analysis, Issue, analyze
 from framework.incremental.changes import Change, Snapshot, change_since, snapshot
 from framework.incremental.keyed import Keyed, keyed_groups, keyed_techniques, view_issues
 from framework.incremental.plan_json import analyzed_plan
@@ -309,6 +309,9 @@ class ViewRefresh:
         GROUP_AGGREGATE's changed groups when they cannot be merged (kept in ``keyed`` too)."""
         change = changes[0] if len(changes) == 1 and analysis.relations == 1 else None
         self.keyed = keyed_techniques(analysis, change, self.path, self._partition_cols())
+        if self.ex.expectations and any(c.feed for c in changes):
+            own[ROW_BASED] = [*own.get(ROW_BASED, []), Issue("EXPECTATIONS_WITH_DELETES", "expectations on a view "
+                                                                "whose inputs updated or deleted rows")]
         merge = self._merge_issues(analysis)
         if analysis.by_groups and (merge or any(c.issue is not None for c in changes)):
             groups = keyed_groups(analysis, change, self.path)  # the groups cannot be merged: recomputed

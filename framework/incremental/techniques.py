@@ -40,7 +40,9 @@ def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], r
     ex = refresh.ex
     assert refresh.changed is not None
     conformed = ex._conform(refresh.changed)
-    if technique in (APPEND_ONLY, ROW_BASED):
+    if technique == ROW_BASED and any(c.feed for c in changes):
+        _row_based_signed(refresh, result)
+    elif technique in (APPEND_ONLY, ROW_BASED):
         on_driver = refresh.row_based_rows if technique == ROW_BASED else lambda: refresh.changed_rows(conformed)
         if not _append_evaluated(refresh, conformed, result, on_driver):
             _append_on_spark(refresh, technique, result)
@@ -66,6 +68,26 @@ def _append_on_spark(refresh: ViewRefresh, technique: str, result: FlowResult) -
                                           flow=ex.flow.name, rescued_column=ex._rescued_column())
     _write(refresh, out, "append")
     ex._record(result, dict(observation.get), batches=1)
+
+
+def _row_based_signed(refresh: ViewRefresh, result: FlowResult) -> None:
+    """``ROW_BASED`` after updates or deletes (``feed.py``): the view plus the added rows, less the removed ones
+    (multisets), rewritten in one overwrite carrying the refresh's ``txn``."""
+    from framework.incremental.feed import signed_queries
+
+    ex = refresh.ex
+    added, removed = signed_queries(refresh)
+    view = refresh.spark.read.format("delta").load(refresh.path)
+    columns = [f"`{c.replace('`', '``')}`" for c in view.columns]
+    out = view.unionAll(ex._conform(added).select(*columns)).exceptAll(ex._conform(removed).select(*columns))
+    refresh.before_commit()
+    writer = out.write.format("delta").mode("overwrite").options(**ex._delta_options()) \
+        .options(**refresh.writer_options())
+    if ex.dataset is not None and ex.dataset.partition_cols:
+        writer = writer.partitionBy(*ex.dataset.partition_cols)
+    writer.save(refresh.path)
+    result.num_output_rows = _written_rows(refresh.path)
+    result.batches = 1
 
 
 def _keyed_recompute(refresh: ViewRefresh, predicate: str, result: FlowResult) -> None:

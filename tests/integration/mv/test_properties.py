@@ -1,7 +1,8 @@
 """Differential property test (issue 37): for random inputs and random sequences of changes (appends with
 NULL keys and values, late rows, deletes and updates in place, empty updates), after every update each
 incrementally refreshed view (APPEND_ONLY; GROUP_AGGREGATE: merged, and by changed groups for avg,
-count(DISTINCT) and after deletes and updates; ROW_BASED: a join of two inputs and a self-join;
+count(DISTINCT) and after deletes and updates; ROW_BASED: a join of two inputs and a self-join, and a join
+whose input records its change data feed, refreshed from it after deletes and updates too;
 WINDOW_FUNCTION: windows partitioned by a column, filtered on their rank; PARTITION_OVERWRITE: views partitioned
 like their partitioned input, a projection and a window) equals a full recompute of its query, row for row, and
 the grouped and keyed views are refreshed by their technique after every change (appends, deletes and updates alike).
@@ -83,6 +84,15 @@ def part_projected():
 def part_windowed():
     return _ranked(spark.read.table("psrc"))
 
+@dlt.table(table_properties={"delta.enableChangeDataFeed": "true"})
+def csrc():
+    return spark.readStream.format("json").schema("id bigint, k string, v bigint").load(spark.conf.get("landing"))
+
+@dp.materialized_view(refresh_policy="incremental")
+def fed_joined():
+    c, d = spark.read.table("csrc"), spark.read.table("dim")
+    return c.join(d, "k").where("v IS NULL OR v > 0").select("id", "k", "did", (F.col("v") * 2).alias("v2"))
+
 @dp.materialized_view(refresh_policy="incremental")
 def averaged():
     return spark.read.table("src").where("id > 1").groupBy("k").agg(
@@ -112,7 +122,9 @@ QUERIES = {
 }
 QUERIES["averaged"] = ("SELECT k, avg(v) AS a, count(DISTINCT v) AS d, min(v) AS lo, count(*) AS n "
                        "FROM delta.`{src}` WHERE id > 1 GROUP BY k")
-KEYED = {"grouped": {"GROUP_AGGREGATE"}, "averaged": {"GROUP_AGGREGATE"}, "windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
+QUERIES["fed_joined"] = ("SELECT s.id, s.k, d.did, s.v * 2 AS v2 FROM delta.`{csrc}` s JOIN delta.`{dim}` d "
+                         "ON s.k = d.k WHERE s.v IS NULL OR s.v > 0")
+KEYED = {"fed_joined": {"ROW_BASED"}, "grouped": {"GROUP_AGGREGATE"}, "averaged": {"GROUP_AGGREGATE"}, "windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
          "part_windowed": {"PARTITION_OVERWRITE", "WINDOW_FUNCTION"}}
 
 _row = st.fixed_dictionaries({"id": st.integers(0, 30), "k": st.sampled_from(["a", "b", "c", None]),
@@ -135,7 +147,7 @@ def test_incremental_equals_full_recompute(spark, tmp_path_factory, first, steps
     assert kit.run().succeeded
     _compare(spark, kit, "initial")
     for n, (kind, arg) in enumerate(steps):
-        for src in (kit.table("src"), kit.table("psrc")):
+        for src in (kit.table("src"), kit.table("psrc"), kit.table("csrc")):
             if kind == "delete":
                 spark.sql(f"DELETE FROM delta.`{src}` WHERE id = {arg}")
             elif kind == "update":
@@ -150,6 +162,6 @@ def test_incremental_equals_full_recompute(spark, tmp_path_factory, first, steps
 
 
 def _compare(spark, kit: Kit, when: str) -> None:
-    paths = {name: kit.table(name) for name in ("src", "dim", "psrc")}
+    paths = {name: kit.table(name) for name in ("src", "dim", "psrc", "csrc")}
     for view, query in QUERIES.items():
         assert rows(spark, kit.table(view)) == rows(spark, spark.sql(query.format(**paths))), f"{view} {when}"
