@@ -12,7 +12,8 @@ for the overwrite of a small materialized view. Here each is milliseconds of Pyt
 Writes of a stream's batches carry Delta's ``txn`` action (``txn=(app id, version)``), as Spark's
 ``txnAppId``/``txnVersion`` do: a batch replayed after a crash finds its version committed and writes nothing.
 
-Each commit gets Delta's version checksum when the previous version has one (``framework.storage.checksum``), so
+Each file's ``add`` carries column statistics that are exact bounds (``framework.storage.stats``), so readers
+skip files by them as they do Spark's. Each commit gets Delta's version checksum when the previous version has one (``framework.storage.checksum``), so
 that readers take the table's protocol and metadata from it instead of replaying the log with a Spark job.
 
 The tables stay ordinary Delta tables that Spark reads and writes. Only what this writer understands is written
@@ -47,6 +48,7 @@ from framework.storage.log import (
     replay,
 )
 from framework.storage.plain import nullable
+from framework.storage.stats import file_stats
 from framework.storage.url import is_local
 
 if TYPE_CHECKING:
@@ -363,7 +365,7 @@ def _write_parquet(table: Path, data: Any) -> dict[str, Any]:
     stat = (table / name).stat()
     return {"path": name, "partitionValues": {}, "size": stat.st_size,
             "modificationTime": int(stat.st_mtime * 1000), "dataChange": True,
-            "stats": json.dumps({"numRecords": data.num_rows})}
+            "stats": file_stats(data)}
 
 
 def _commit_lines(actions: list[dict[str, Any]], read_version: int, mode: str) -> str:

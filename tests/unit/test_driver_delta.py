@@ -32,7 +32,8 @@ def test_first_append_creates_the_table_and_later_ones_add_a_file_each(tmp_path:
     assert StructType.fromJson(json.loads(first[2]["metaData"]["schemaString"])) == SCHEMA
     assert second[0]["commitInfo"]["readVersion"] == 0
     add = second[1]["add"]
-    assert json.loads(add["stats"]) == {"numRecords": 2}
+    assert json.loads(add["stats"]) == {"numRecords": 2, "minValues": {"id": 2}, "maxValues": {"id": 3},
+                                        "nullCount": {"id": 0, "name": 2, "at": 2}}
     assert add["size"] == (table / add["path"]).stat().st_size
     rows = pq.read_table(table / first[3]["add"]["path"]).to_pylist()
     assert rows[0]["id"] == 1 and rows[0]["at"].isoformat() == "2026-01-02T03:04:05+00:00"  # naive = UTC
