@@ -133,6 +133,8 @@ def _estimate(snap: Snapshot, seen: int, keys: Keys, view_path: str) -> Keyed:
     the input's bytes that may hold them (read) and the view's (read and rewritten)."""
     from framework.storage.log import live_files, protocol_and_metadata
 
+    if seen == snap.version:  # unchanged (the plan is NO_OP): no log to read
+        return Keyed((), 0, keys)
     found = touched(snap, seen, keys)
     if isinstance(found, Issue):
         return Keyed((found,))
