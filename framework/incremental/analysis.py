@@ -47,6 +47,7 @@ _NON_DETERMINISTIC = frozenset({
     "Rand", "Randn", "Uuid", "Shuffle", "MonotonicallyIncreasingID", "SparkPartitionID", "InputFileName",
     "InputFileBlockStart", "InputFileBlockLength", "CurrentTimestamp", "CurrentDate", "Now", "LocalTimestamp",
     "CurrentBatchTimestamp", "RandStr", "Uniform", "RandomPoisson", "CurrentTimeZone", "CurrentTime"})
+_FIXED_SIDE = {"LeftOuter": 1, "LeftSemi": 1, "LeftAnti": 1, "RightOuter": 0}  # the side that must not change
 _MERGEABLE = {"Count": "count", "Sum": "sum", "Min": "min", "Max": "max"}
 _NUMBERED_VIEW = re.compile(r"__live_sql_\d+")  # framework/sql/query.py names each query's temp views anew
 _UNSTABLE_FIELDS = frozenset({"exprId", "jvmId", "resultId", "qualifier", "nullable", "metadata", "seed", "createTime",
@@ -85,6 +86,8 @@ class Analysis:
     keyed: tuple[tuple[str, str], ...] = ()  # key columns (view column, input column) of a keyed recompute
     merge_issues: tuple[Issue, ...] = ()  # what stops GROUP_AGGREGATE's merge (then it recomputes the groups)
     by_groups: bool = False  # GROUP_AGGREGATE can recompute the changed groups (its keys are input columns)
+    relation_ids: tuple[int, ...] = ()  # each relation's first column id, in plan order
+    fixed: dict[int, str] = field(default_factory=dict)  # ROW_BASED: relations that must not change (join type)
 
     def applicable(self, technique: str) -> bool:
         """Whether ``technique`` can refresh the view."""
@@ -158,7 +161,7 @@ def analyze(plan: list[dict[str, Any]]) -> Analysis:
               ROW_BASED: _row_based(root, top, general), WINDOW_FUNCTION: tuple(dict.fromkeys(window)),
               PARTITION_OVERWRITE: tuple(dict.fromkeys(keyed))}
     return Analysis(issues, columns, relations, fingerprint(plan), group_keys, keys.columns,
-                    tuple(group) if top.cls == "Aggregate" else (), by_groups)
+                    tuple(group) if top.cls == "Aggregate" else (), by_groups, _relation_ids(root), _fixed(root))
 
 
 def fingerprint(plan: list[dict[str, Any]]) -> str:
@@ -241,7 +244,8 @@ def _shape_issues(node: _Node) -> list[Issue]:
 def _row_based(root: _Node, top: _Node, general: list[Issue]) -> tuple[Issue, ...]:
     """``ROW_BASED``: inner joins under filters and projections (no UNION, no aggregate): the query is linear in
     each of its inputs, so its new rows are the sum over the inputs of the query with that input's appended rows,
-    the inputs read before it as they were and those after it as they are now."""
+    the inputs read before it as they were and those after it as they are now. Left, right, semi and anti joins
+    too, while the side they do not preserve is unchanged (:func:`_fixed`; checked at refresh time)."""
     if top.cls == "Aggregate":
         return (Issue("AGGREGATE_IN_QUERY", "an aggregate over a join is not refreshed row by row here"),)
     if not _has(root, "Join"):
@@ -259,9 +263,10 @@ def _join_shape_issues(node: _Node) -> list[Issue]:
         return issues
     if node.cls == "Join":
         kind = _join_type(node)
-        if kind not in ("Inner", "Cross"):
+        if kind not in ("Inner", "Cross", *_FIXED_SIDE):
             issues.append(Issue("JOIN_TYPE_NOT_SUPPORTED", f"a {kind} join: an input's new rows can change rows "
-                                                           "the view holds (only inner joins are row-based here)"))
+                                                           "the view holds (only inner, left, right, semi and "
+                                                           "anti joins are row-based here)"))
     elif node.cls == "Union":
         issues.append(Issue("OPERATOR_NOT_SUPPORTED", "a UNION in a query with a join"))
     elif node.cls not in _PASS:
@@ -270,6 +275,26 @@ def _join_shape_issues(node: _Node) -> list[Issue]:
     for child in node.children:
         issues.extend(i for i in _join_shape_issues(child) if i not in issues)
     return issues
+
+
+def _fixed(node: _Node) -> dict[int, str]:
+    """The relations on a join's side that must not change for ``ROW_BASED`` (by the id of their first column),
+    with the join's type: a left join's right side (its rows decide which left rows are padded with NULLs), a
+    right join's left side, a semi or anti join's right side. The query is linear in every other input."""
+    found: dict[int, str] = {}
+    if node.cls == "Join" and _join_type(node) in _FIXED_SIDE:
+        found.update({i: _join_type(node) for i in _relation_ids(node.children[_FIXED_SIDE[_join_type(node)]])})
+    for child in node.children:
+        found.update({i: k for i, k in _fixed(child).items() if i not in found})
+    return found
+
+
+def _relation_ids(node: _Node) -> tuple[int, ...]:
+    """The id of each relation's first column, in plan order."""
+    if node.cls in _RELATIONS:
+        output = node.fields.get("output") or []
+        return (int(output[0][0]["exprId"]["id"]),) if output and output[0] else ()
+    return tuple(i for child in node.children for i in _relation_ids(child))
 
 
 def _join_type(node: _Node) -> str:

@@ -65,6 +65,7 @@ class ViewRefresh:
         self.changed: DataFrame | None = None  # the query over the appended rows (a state to refresh from)
         self.input_changes: dict[str, Change] = {}
         self.read_paths: list[str] = []  # the inputs in the order the query read them (ROW_BASED's terms)
+        self.read_ids: list[int | None] = []  # each read's first column id (its relation in the plan)
         self.changed_plan: list[dict[str, Any]] | None = None
         self.view_bytes = -1
         self.keyed: dict[str, Keyed] = {}  # WINDOW_FUNCTION's and PARTITION_OVERWRITE's touched keys and costs
@@ -171,12 +172,28 @@ class ViewRefresh:
         self.read_paths.append(path)
         seen = state.inputs.get(path)
         if seen is None:
-            return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
-        change = self.input_changes[path] = self.input_changes.get(path) or \
-            change_since(snap, seen.version, seen.table_id)
-        if change.issue is not None:
-            return snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
-        return snap.read(self.spark, change.appended)
+            df = snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes)
+        else:
+            change = self.input_changes[path] = self.input_changes.get(path) or \
+                change_since(snap, seen.version, seen.table_id)
+            df = snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes) if change.issue is not None \
+                else snap.read(self.spark, change.appended)
+        self.read_ids.append(_first_column_id(df))
+        return df
+
+    def _row_based_issues(self, analysis: Analysis) -> list[Issue]:
+        """ROW_BASED's issues of this refresh: an input changed on the side of a left, right, semi or anti join
+        that the join does not preserve (``analysis._fixed``), or reads that cannot be told apart in the plan."""
+        issues: list[Issue] = []
+        for path, read_id in zip(self.read_paths, self.read_ids, strict=True):
+            change = self.input_changes.get(path)
+            if analysis.fixed and read_id not in analysis.relation_ids:
+                return [Issue("JOIN_SIDES_UNKNOWN", "the query's reads cannot be matched with its joins' sides")]
+            if read_id in analysis.fixed and (change is None or not change.unchanged):
+                issues.append(Issue("JOIN_TYPE_NOT_SUPPORTED", f"{path} changed on the side a "
+                                                               f"{analysis.fixed[read_id]} join does not preserve: "
+                                                               "its new rows can change rows the view holds"))
+        return issues
 
     def changed_rows(self, df: DataFrame) -> pa.Table:
         """The rows of ``df``, the query over the appended rows (conformed): evaluated on the driver from the
@@ -309,6 +326,7 @@ class ViewRefresh:
         GROUP_AGGREGATE's changed groups when they cannot be merged (kept in ``keyed`` too)."""
         change = changes[0] if len(changes) == 1 and analysis.relations == 1 else None
         self.keyed = keyed_techniques(analysis, change, self.path, self._partition_cols())
+        own[ROW_BASED] = [*own.get(ROW_BASED, []), *self._row_based_issues(analysis)]
         if self.ex.expectations and any(c.feed for c in changes):
             own[ROW_BASED] = [*own.get(ROW_BASED, []), Issue("EXPECTATIONS_WITH_DELETES", "expectations on a view "
                                                                 "whose inputs updated or deleted rows")]
@@ -345,6 +363,15 @@ class ViewRefresh:
         if self.view_bytes < 0:
             self.view_bytes = self._view_bytes()
         result.planning = plan.details(sources, max(self.view_bytes, 0))
+
+
+def _first_column_id(df: DataFrame) -> int | None:
+    """The id of the first column of the read's relation (how the plan names it)."""
+    for node in analyzed_plan(df):
+        output = node.get("output")
+        if isinstance(output, list) and output and output[0]:
+            return int(output[0][0]["exprId"]["id"])
+    return None
 
 
 def _checksum_bytes(path: str, version: int) -> int | None:

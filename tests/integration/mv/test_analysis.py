@@ -48,6 +48,8 @@ def test_entry_point_smoke(spark) -> None:
     ("SELECT count(*) AS n FROM delta.`{src}`", GROUP_AGGREGATE),
     ("SELECT a.id, b.v FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id WHERE a.v > 1", ROW_BASED),
     ("SELECT a.id, b.v FROM delta.`{src}` a CROSS JOIN delta.`{src}` b", ROW_BASED),
+    ("SELECT a.id, b.v FROM delta.`{src}` a LEFT JOIN delta.`{src}` b ON a.id = b.id", ROW_BASED),
+    ("SELECT a.id FROM delta.`{src}` a LEFT ANTI JOIN delta.`{src}` b ON a.id = b.v", ROW_BASED),
     ("SELECT n AS total, k AS key FROM (SELECT k, count(v) AS n FROM delta.`{src}` GROUP BY k)", GROUP_AGGREGATE),
 ])
 def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
@@ -85,7 +87,7 @@ def test_incrementalizable(spark, src: str, query: str, technique: str) -> None:
     ("SELECT k, count(*) AS n FROM delta.`{src}` GROUP BY k", WINDOW_FUNCTION, "NO_WINDOW"),
     ("SELECT count(*) AS n FROM delta.`{src}` GROUP BY k", PARTITION_OVERWRITE, "NO_KEY_COLUMN"),
     ("SELECT a.id FROM delta.`{src}` a JOIN delta.`{src}` b ON a.id = b.id", APPEND_ONLY, "JOIN_IN_QUERY"),
-    ("SELECT a.id FROM delta.`{src}` a LEFT JOIN delta.`{src}` b ON a.id = b.id", ROW_BASED, "JOIN_TYPE_NOT_SUPPORTED"),
+    ("SELECT a.id FROM delta.`{src}` a FULL JOIN delta.`{src}` b ON a.id = b.id", ROW_BASED, "JOIN_TYPE_NOT_SUPPORTED"),
     ("SELECT k, count(*) AS n FROM delta.`{src}` a JOIN delta.`{src}` b USING (k) GROUP BY k", ROW_BASED,
      "AGGREGATE_IN_QUERY"),
     ("SELECT id FROM delta.`{src}` WHERE v > 1", ROW_BASED, "NO_JOIN"),
@@ -123,6 +125,23 @@ def test_groups_recomputed_when_not_merged(spark, src: str, query: str) -> None:
     analysis = analyze(analyzed_plan(spark.sql(query.format(src=src))))
     assert analysis.applicable(GROUP_AGGREGATE) and analysis.by_groups and analysis.keyed == (("k", "k"),)
     assert {i.issue_type for i in analysis.merge_issues} <= {"AGGREGATE_NOT_SUPPORTED"}
+
+
+def test_the_sides_a_join_does_not_preserve(spark, src: str) -> None:
+    """ROW_BASED over a left or right join: the relations on the side the join does not preserve are named (by
+    their first column), with the join's type; the query is linear in the others."""
+    a = spark.read.format("delta").load(src)
+    b = spark.read.format("delta").load(src).withColumnRenamed("id", "bid")
+    c = spark.read.format("delta").load(src).withColumnRenamed("id", "cid")
+    first = [next(n["output"][0][0]["exprId"]["id"] for n in analyzed_plan(df) if n.get("output"))
+             for df in (a, b, c)]
+    query = a.join(b, "k", "left").join(c, "k", "right").select("id", "bid", "cid")
+    analysis = analyze(analyzed_plan(query))
+    assert analysis.applicable(ROW_BASED), analysis.issues[ROW_BASED]
+    assert analysis.fixed == {first[0]: "RightOuter", first[1]: "RightOuter"}  # the right join's left side
+    assert set(analysis.relation_ids) == set(first)
+    left = analyze(analyzed_plan(a.join(b, "k", "left").join(c, "k").select("id", "bid", "cid")))
+    assert left.applicable(ROW_BASED) and left.fixed == {first[1]: "LeftOuter"}
 
 
 def test_udf(spark, src: str) -> None:

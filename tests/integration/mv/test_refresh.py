@@ -216,3 +216,57 @@ def test_inner_join_is_row_based_and_a_left_join_says_why_not(spark, tmp_path: P
     row_based = next(t for t in last["technique_information"] if t["maintenance_type"].endswith("ROW_BASED"))
     assert [i["issue_type"] for i in row_based["incrementalization_issues"]] == ["JOIN_TYPE_NOT_SUPPORTED"]
     assert "LeftOuter" in row_based["incrementalization_issues"][0]["reason"]
+
+
+OUTER = """
+import os
+import dlt
+from pyspark import pipelines as dp
+
+@dlt.table
+def regions():
+    folder = os.path.join(os.path.dirname(spark.conf.get("landing")), "regions")
+    return spark.readStream.format("json").schema("k string, region string").load(folder)
+
+@dp.materialized_view(refresh_policy="incremental")
+def with_region():
+    return spark.read.table("src").join(spark.read.table("regions"), "k", "left").select("id", "k", "v", "region")
+
+@dp.materialized_view(refresh_policy="incremental")
+def without_region():
+    return spark.read.table("src").join(spark.read.table("regions"), "k", "left_anti").select("id", "k")
+"""
+
+
+def test_left_and_anti_joins_are_row_based_while_their_right_side_is_unchanged(spark, tmp_path: Path) -> None:
+    """A left (anti) join is linear in its left input while its right input is unchanged: appends to the left
+    are ROW_BASED (NULL-padded and unmatched rows included); a change of the right side recomputes, saying why."""
+    import json
+
+    kit = Kit(tmp_path, OUTER)
+    regions = tmp_path / "regions"
+    regions.mkdir()
+    (regions / "r1.json").write_text(json.dumps({"k": "a", "region": "north"}) + "\n")
+    queries = {"with_region": "SELECT s.id, s.k, s.v, r.region FROM delta.`{src}` s LEFT JOIN delta.`{regions}` r "
+                              "ON s.k = r.k",
+               "without_region": "SELECT s.id, s.k FROM delta.`{src}` s LEFT ANTI JOIN delta.`{regions}` r "
+                                 "ON s.k = r.k"}
+    expected = []
+    for n, (batch, region) in enumerate([([{"id": 1, "k": "a", "v": 1}, {"id": 2, "k": "b", "v": 2}], None),
+                                         ([{"id": 3, "k": "b", "v": 3}, {"id": 4, "k": None, "v": 4}], None),
+                                         ([], {"k": "b", "region": "south"}),
+                                         ([{"id": 5, "k": "b", "v": 5}, {"id": 6, "k": "c", "v": 6}], None)]):
+        kit.land(batch)
+        if region is not None:
+            (regions / f"r{n}.json").write_text(json.dumps(region) + "\n")
+        assert kit.run().succeeded
+        for view, query in queries.items():
+            full = spark.sql(query.format(src=kit.table("src"), regions=kit.table("regions")))
+            assert rows(spark, kit.table(view)) == rows(spark, full), (view, n)
+        expected.append(chosen(kit.planning(spark, "with_region")[-1]))
+        assert chosen(kit.planning(spark, "without_region")[-1]) == expected[-1]
+    assert expected == ["COMPLETE_RECOMPUTE", "ROW_BASED", "COMPLETE_RECOMPUTE", "ROW_BASED"]
+    third = kit.planning(spark, "with_region")[2]
+    row_based = next(t for t in third["technique_information"] if t["maintenance_type"].endswith("ROW_BASED"))
+    assert [i["issue_type"] for i in row_based["incrementalization_issues"]] == ["JOIN_TYPE_NOT_SUPPORTED"]
+    assert "LeftOuter" in row_based["incrementalization_issues"][0]["reason"]
