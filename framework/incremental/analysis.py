@@ -248,8 +248,10 @@ def _row_based(root: _Node, top: _Node, general: list[Issue]) -> tuple[Issue, ..
     too, while the side they do not preserve is unchanged (:func:`_fixed`; checked at refresh time)."""
     if top.cls == "Aggregate":
         return (Issue("AGGREGATE_IN_QUERY", "an aggregate over a join is not refreshed row by row here"),)
-    if not _has(root, "Join"):
-        return (Issue("NO_JOIN", "the query has no join: APPEND_ONLY applies to a filter/projection"),)
+    if not _has(root, "Join"):  # still linear: ROW_BASED's signed rule after updates and deletes (planner.py)
+        return tuple(dict.fromkeys((Issue("NO_JOIN", "the query has no join: APPEND_ONLY applies to a "
+                                                     "filter/projection while its input is appended to"),
+                                    *general, *_join_shape_issues(root))))
     return tuple(dict.fromkeys((*general, *_join_shape_issues(root))))
 
 

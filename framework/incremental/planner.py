@@ -123,8 +123,10 @@ def choose(policy: RefreshPolicy, analysis: Analysis, changes: Sequence[Change] 
         from_appends = change_issues if technique in appends or changes is None else []
         if technique == ROW_BASED and changes is not None:  # updates and deletes read from the change data feed
             from_appends = [c.issue for c in changes if c.issue is not None and not c.feed]
-        issues = (*analysis.issues.get(technique, ()), *context, *(own_issues or {}).get(technique, ()),
-                  *from_appends)
+        found = analysis.issues.get(technique, ())
+        if technique == ROW_BASED and any(c.feed for c in changes or ()):  # a filter/projection's deletes too
+            found = tuple(i for i in found if i.issue_type != "NO_JOIN")
+        issues = (*found, *context, *(own_issues or {}).get(technique, ()), *from_appends)
         candidates.append(Candidate(technique, tuple(dict.fromkeys(issues)), costs.get(technique)))
     usable = [c for c in candidates if c.applicable and c.cost is not None and c.technique in INCREMENTAL_TECHNIQUES]
     if usable and changes is not None and all(c.unchanged for c in changes):

@@ -94,6 +94,10 @@ def fed_joined():
     return c.join(d, "k").where("v IS NULL OR v > 0").select("id", "k", "did", (F.col("v") * 2).alias("v2"))
 
 @dp.materialized_view(refresh_policy="incremental")
+def fed_projected():
+    return spark.read.table("csrc").where("v IS NULL OR v % 3 <> 0").select("id", "k", (F.col("v") + 1).alias("w"))
+
+@dp.materialized_view(refresh_policy="incremental")
 def averaged():
     return spark.read.table("src").where("id > 1").groupBy("k").agg(
         F.avg("v").alias("a"), F.count_distinct("v").alias("d"), F.min("v").alias("lo"), F.count("*").alias("n"))
@@ -124,7 +128,8 @@ QUERIES["averaged"] = ("SELECT k, avg(v) AS a, count(DISTINCT v) AS d, min(v) AS
                        "FROM delta.`{src}` WHERE id > 1 GROUP BY k")
 QUERIES["fed_joined"] = ("SELECT s.id, s.k, d.did, s.v * 2 AS v2 FROM delta.`{csrc}` s JOIN delta.`{dim}` d "
                          "ON s.k = d.k WHERE s.v IS NULL OR s.v > 0")
-KEYED = {"fed_joined": {"ROW_BASED"}, "grouped": {"GROUP_AGGREGATE"}, "averaged": {"GROUP_AGGREGATE"}, "windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
+QUERIES["fed_projected"] = "SELECT id, k, v + 1 AS w FROM delta.`{csrc}` WHERE v IS NULL OR v % 3 <> 0"
+KEYED = {"fed_joined": {"ROW_BASED"}, "fed_projected": {"APPEND_ONLY", "ROW_BASED"}, "grouped": {"GROUP_AGGREGATE"}, "averaged": {"GROUP_AGGREGATE"}, "windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
          "part_windowed": {"PARTITION_OVERWRITE", "WINDOW_FUNCTION"}}
 
 _row = st.fixed_dictionaries({"id": st.integers(0, 30), "k": st.sampled_from(["a", "b", "c", None]),
