@@ -65,7 +65,7 @@ class ViewRefresh:
         self.changed: DataFrame | None = None  # the query over the appended rows (a state to refresh from)
         self.input_changes: dict[str, Change] = {}
         self.read_paths: list[str] = []  # the inputs in the order the query read them (ROW_BASED's terms)
-        self.read_ids: list[int | None] = []  # each read's first column id (its relation in the plan)
+        self.read_frames: list[DataFrame] = []  # each read (its relation in the plan: ROW_BASED's join sides)
         self.changed_plan: list[dict[str, Any]] | None = None
         self.view_bytes = -1
         self.keyed: dict[str, Keyed] = {}  # WINDOW_FUNCTION's and PARTITION_OVERWRITE's touched keys and costs
@@ -178,14 +178,16 @@ class ViewRefresh:
                 change_since(snap, seen.version, seen.table_id)
             df = snap.read(self.spark, max_plain_bytes=self.ex.env.small_input_bytes) if change.issue is not None \
                 else snap.read(self.spark, change.appended)
-        self.read_ids.append(_first_column_id(df))
+        self.read_frames.append(df)
         return df
 
     def _row_based_issues(self, analysis: Analysis) -> list[Issue]:
         """ROW_BASED's issues of this refresh: an input changed on the side of a left, right, semi or anti join
         that the join does not preserve (``analysis._fixed``), or reads that cannot be told apart in the plan."""
         issues: list[Issue] = []
-        for path, read_id in zip(self.read_paths, self.read_ids, strict=True):
+        if not analysis.fixed:  # inner joins only: every read may change (no plan call per read)
+            return issues
+        for path, read_id in zip(self.read_paths, map(_first_column_id, self.read_frames), strict=True):
             change = self.input_changes.get(path)
             if analysis.fixed and read_id not in analysis.relation_ids:
                 return [Issue("JOIN_SIDES_UNKNOWN", "the query's reads cannot be matched with its joins' sides")]
