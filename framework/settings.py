@@ -21,7 +21,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "spark_conf": None,
     "driver_java_options": None,
     "one_command_java_options": None,
-    "small_updates": frozenset({"max_input_bytes", "spark_conf", "driver_java_options"}),
+    "small_updates": frozenset({"max_input_bytes", "max_input_rows", "spark_conf", "driver_java_options"}),
 }
 # Top-level keys holding one value: `master`, the Spark master URL a session is built with, and
 # `class_data_sharing`, whether the driver JVM maps the archive `make setup` writes (framework/runner/cds.py).
@@ -45,6 +45,7 @@ class SmallUpdates:
     spark_conf: dict[str, str] = field(default_factory=dict)
     # JVM options of a process that starts the JVM for one small update (framework/runner/sizing.py)
     java_options: tuple[str, ...] = ()
+    max_input_rows: int = 0  # rows of the Delta tables among the inputs, by their logs (0: not counted)
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,12 @@ def load_local_settings(path: Path | None = None) -> LocalSparkSettings:
     try:
         small_updates = SmallUpdates(int(small.get("max_input_bytes", 0)),
                                      {str(k): str(v) for k, v in (small.get("spark_conf") or {}).items()},
-                                     _java_options(small, path, "small_updates.driver_java_options"))
+                                     _java_options(small, path, "small_updates.driver_java_options"),
+                                     int(small.get("max_input_rows", 0)))
     except (TypeError, ValueError, AttributeError) as exc:
         raise EnvironmentSetupError(f"{path}: small_updates must hold max_input_bytes (a number of bytes), "
-                                    f"spark_conf (a mapping) and driver_java_options (a list): {exc}") from None
+                                    "max_input_rows (a number of rows), spark_conf (a mapping) and "
+                                    f"driver_java_options (a list): {exc}") from None
     return LocalSparkSettings(spark_conf=conf, jar_coordinates=tuple(jars.get("maven") or ()),
                               jar_cache_dir=cache, small_updates=small_updates,
                               driver_java_options=_java_options(raw, path, "driver_java_options"),

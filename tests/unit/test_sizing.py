@@ -96,3 +96,24 @@ def test_the_sample_spec_is_expected_small_and_conf_gives_c1_to_such_jvms() -> N
     data = spec.root / "runs" / "sample" / "landing"
     size = bytes_under([data, spec.tables_dir], small.max_input_bytes)  # 0 before the demo's data exists
     assert size is not None and expected_small(spec, small) == (size <= small.max_input_bytes)
+
+
+def test_delta_tables_count_by_their_rows_not_only_their_bytes(tmp_path: Path) -> None:
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from framework.runner.sizing import rows_over
+    from framework.storage.driver import append_rows
+
+    schema = StructType([StructField("id", LongType())])
+    tables = tmp_path / "tables"
+    for name, rows in (("a", 30), ("b", 50)):
+        for start in (0, rows):  # two commits each: every live file counts
+            append_rows(tables / "schema" / name, schema, [{"id": i} for i in range(start, start + rows)])
+    _files(tables / "schema" / "_not_a_table", [10])
+    assert not rows_over([tables], 160) and rows_over([tables], 159)  # found two folder levels down
+    assert rows_over([tables / "schema" / "b"], 99) and not rows_over([tables / "schema" / "a"], 99)
+    assert not rows_over([tables], 0)  # 0: rows are not counted
+    few = SmallUpdates(10_000_000, SETTINGS.spark_conf, max_input_rows=200)
+    assert small_update_reason(InputLog(), [tables], few) is not None
+    many = SmallUpdates(10_000_000, SETTINGS.spark_conf, max_input_rows=100)
+    assert small_update_reason(InputLog(), [tables], many) is None  # few bytes, but 160 rows: a normal update
