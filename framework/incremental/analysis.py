@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from framework.incremental.key_trace import trace
+from framework.incremental.plan_tree import PlanNode as _Node
+from framework.incremental.plan_tree import plan_tree as _tree
 
 APPEND_ONLY = "APPEND_ONLY"
 GROUP_AGGREGATE = "GROUP_AGGREGATE"
@@ -97,23 +99,6 @@ class Analysis:
     def keys(self) -> tuple[str, ...]:
         """A group aggregate's grouping columns."""
         return tuple(c.name for c in self.columns if c.kind == "key")
-
-
-@dataclass
-class _Node:
-    cls: str
-    fields: dict[str, Any]
-    children: list[_Node]
-
-
-def _tree(nodes: list[dict[str, Any]], at: int = 0) -> tuple[_Node, int]:
-    node = nodes[at]
-    children: list[_Node] = []
-    nxt = at + 1
-    for _ in range(int(node.get("num-children", 0))):
-        child, nxt = _tree(nodes, nxt)
-        children.append(child)
-    return _Node(str(node["class"]).rsplit(".", 1)[-1], node, children), nxt
 
 
 def _expressions(node: _Node) -> list[list[dict[str, Any]]]:

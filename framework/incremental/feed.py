@@ -16,8 +16,6 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from framework.errors import PipelineError
-
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -45,11 +43,7 @@ def _term_read(refresh: ViewRefresh, term: int, *, positive: bool) -> Any:
     calls = iter(range(len(refresh.read_paths) + 1))
 
     def read(key: str, path: str) -> DataFrame:
-        call = next(calls)
-        if call >= len(refresh.read_paths) or refresh.read_paths[call] != path:
-            raise PipelineError(f"materialized view '{refresh.ex._dataset_name()}': its query read other tables "
-                                "when built again; make it read the same tables each time",
-                                code="MV_QUERY_READS_CHANGED")
+        call = refresh.next_read(calls, path)
         snap, change = refresh.snapshots[path], refresh.input_changes[path]
         if call == term:
             return changed_rows(refresh.spark, snap, change, positive=positive)

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from framework.incremental.plan_tree import PlanNode as _Node
+from framework.incremental.plan_tree import plan_tree as _tree
+
 _RELATIONS = frozenset({"LogicalRelation", "DataSourceV2Relation", "DataSourceV2ScanRelation"})
 _CHAIN = frozenset({"Project", "Filter", "SubqueryAlias", "View", "Aggregate", "Window"})
 
@@ -26,21 +29,6 @@ class KeyTrace:
     columns: tuple[tuple[str, str], ...] = ()
     windows: int = 0
     issues: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass
-class _Node:
-    cls: str
-    fields: dict[str, Any]
-    children: list[_Node]
-
-
-def _tree(nodes: list[dict[str, Any]], at: int = 0) -> tuple[_Node, int]:
-    node, nxt, children = nodes[at], at + 1, []
-    for _ in range(int(node.get("num-children", 0))):
-        child, nxt = _tree(nodes, nxt)
-        children.append(child)
-    return _Node(str(node["class"]).rsplit(".", 1)[-1], node, children), nxt
 
 
 def _short(expr: dict[str, Any]) -> str:

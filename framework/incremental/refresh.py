@@ -39,6 +39,8 @@ from framework.storage import state_files
 from framework.storage.url import is_local
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
@@ -247,6 +249,16 @@ class ViewRefresh:
             tables.append(rows.rename_columns(term.schema.names).cast(to_arrow_schema(term.schema, timezone="UTC")))
         return pa.concat_tables(tables) if tables else None
 
+    def next_read(self, calls: Iterator[int], path: str) -> int:
+        """The position of a read of ``path`` by the query built again (``calls`` counts them), which must read
+        what the first build read, in the same order."""
+        call = next(calls)
+        if call >= len(self.read_paths) or self.read_paths[call] != path:
+            raise PipelineError(f"materialized view '{self.ex._dataset_name()}': its query read other tables "
+                                "when built again; make it read the same tables each time",
+                                code="MV_QUERY_READS_CHANGED")
+        return call
+
     def _term_read(self, term: int, sources: dict[int, tuple[str, ...]] | None = None) -> Any:
         """The substitute of ``row_based_query``'s term ``term``; with ``sources``, each read's files are
         recorded there by the id of its first column, or (a read the driver would not do) ``sources`` is
@@ -255,11 +267,7 @@ class ViewRefresh:
         budget, recording = [self.ex.env.small_input_bytes], [True]
 
         def read(key: str, path: str) -> DataFrame | None:
-            call = next(calls)
-            if call >= len(self.read_paths) or self.read_paths[call] != path:
-                raise PipelineError(f"materialized view '{self.ex._dataset_name()}': its query read other tables "
-                                    "when built again; make it read the same tables each time",
-                                    code="MV_QUERY_READS_CHANGED")
+            call = self.next_read(calls, path)
             snap, change = self.snapshots[path], self.input_changes[path]
             if call == term:
                 files, size = change.appended, change.appended_bytes
