@@ -93,6 +93,8 @@ def snapshot(path: str) -> Snapshot | None:
 
 def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
     """What the commits after version ``seen`` did to the input (see the module's docstring)."""
+    from framework.storage.log import file_records
+
     if snap.table_id != seen_table_id:
         return Change(snap, seen, issue=Issue("INPUT_REPLACED", f"{snap.path} is another table than last time"))
     if snap.version < seen:
@@ -119,7 +121,7 @@ def change_since(snap: Snapshot, seen: int, seen_table_id: str) -> Change:
             if isinstance(add, dict) and add.get("dataChange", True):
                 appended.append(file_path(snap.path, str(add["path"])))
                 size += int(add.get("size") or 0)
-                rows += _records(add)
+                rows += file_records(add)
     return Change(snap, seen, tuple(appended), size, rows)
 
 
@@ -164,13 +166,6 @@ def _not_append(path: str, version: int, actions: list[dict[str, Any]]) -> Issue
             return Issue("INPUT_LAYOUT", f"{path}: version {version} added a file with a deletion vector or "
                                          "partition values")
     return None
-
-
-def _records(add: dict[str, Any]) -> int:
-    try:
-        return int(json.loads(add.get("stats") or "{}").get("numRecords", 0))
-    except (ValueError, TypeError):
-        return 0
 
 
 def _commit(path: str, version: int) -> list[dict[str, Any]] | None:

@@ -17,7 +17,6 @@ Kafka, a SQL query over other tables) makes the update a normal one.
 from __future__ import annotations
 
 import glob
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from framework.errors import PathMappingError
 from framework.paths import PathMapper
 from framework.settings import SmallUpdates
 from framework.spec import PipelineSpec
-from framework.storage.log import live_files
+from framework.storage.log import file_records, live_files
 
 _MAX_ENTRIES = 200_000  # directory entries visited before an input counts as large, whatever its bytes
 
@@ -114,7 +113,7 @@ def rows_over(paths: Iterable[str | Path], limit: int) -> bool:
     total = 0
     for table in _delta_tables(paths):
         for add in (live_files(table) or {}).values():
-            total += _records(add)
+            total += file_records(add)
             if total > limit:
                 return True
     return False
@@ -140,12 +139,6 @@ def _folders(path: Path) -> list[Path]:
     except OSError:
         return []
 
-
-def _records(add: dict[str, object]) -> int:
-    try:
-        return int(json.loads(str(add.get("stats") or "{}")).get("numRecords", 0))
-    except (ValueError, TypeError, AttributeError):
-        return 0
 
 
 def _human(size: int) -> str:

@@ -261,6 +261,14 @@ def _maps_as_dicts(action: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def file_records(add: dict[str, Any]) -> int:
+    """The rows of the data file an ``add`` action logs (its statistics' ``numRecords``; 0 when not logged)."""
+    try:
+        return int(json.loads(str(add.get("stats") or "{}")).get("numRecords", 0))
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
 def live_files(table_path: str | Path) -> dict[str, dict[str, Any]] | None:
     """The table's current data files (``add`` actions by path), replayed on the driver from its newest
     checkpoint and the JSON commits after it; None when that cannot be done this way."""
