@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from framework.incremental.key_trace import trace
@@ -77,6 +77,18 @@ class OutputColumn:
 
 
 @dataclass(frozen=True)
+class JoinKey:
+    """An equality of the join condition between a column of the relation on the side a left, right, semi or
+    anti join does not preserve (alone on that side) and a column of a relation on the side it preserves: the
+    preserved rows whose key no changed row of the fixed relation has keep their join result (``join_terms.py``)."""
+
+    preserved: int  # the preserved relation (the id of its first column)
+    preserved_column: str
+    fixed_column: str
+    view_column: str | None = None  # the view column that is the preserved column as it is (if one is)
+
+
+@dataclass(frozen=True)
 class Analysis:
     """What the plan allows: the issues of each technique (none: it applies), and a group aggregate's columns."""
 
@@ -90,6 +102,7 @@ class Analysis:
     by_groups: bool = False  # GROUP_AGGREGATE can recompute the changed groups (its keys are input columns)
     relation_ids: tuple[int, ...] = ()  # each relation's first column id, in plan order
     fixed: dict[int, str] = field(default_factory=dict)  # ROW_BASED: relations that must not change (join type)
+    fixed_keys: dict[int, JoinKey] = field(default_factory=dict)  # ... unless keyed by the preserved side
 
     def applicable(self, technique: str) -> bool:
         """Whether ``technique`` can refresh the view."""
@@ -146,7 +159,8 @@ def analyze(plan: list[dict[str, Any]]) -> Analysis:
               ROW_BASED: _row_based(root, top, general), WINDOW_FUNCTION: tuple(dict.fromkeys(window)),
               PARTITION_OVERWRITE: tuple(dict.fromkeys(keyed))}
     return Analysis(issues, columns, relations, fingerprint(plan), group_keys, keys.columns,
-                    tuple(group) if top.cls == "Aggregate" else (), by_groups, _relation_ids(root), _fixed(root))
+                    tuple(group) if top.cls == "Aggregate" else (), by_groups, _relation_ids(root), _fixed(root),
+                    _view_keyed(root, _fixed_keys(root)))
 
 
 def fingerprint(plan: list[dict[str, Any]]) -> str:
@@ -230,7 +244,8 @@ def _row_based(root: _Node, top: _Node, general: list[Issue]) -> tuple[Issue, ..
     """``ROW_BASED``: inner joins under filters and projections (no UNION, no aggregate): the query is linear in
     each of its inputs, so its new rows are the sum over the inputs of the query with that input's appended rows,
     the inputs read before it as they were and those after it as they are now. Left, right, semi and anti joins
-    too, while the side they do not preserve is unchanged (:func:`_fixed`; checked at refresh time)."""
+    too: the query is linear in the side they preserve; a change on the other side (:func:`_fixed`) needs a
+    join key (:func:`_fixed_keys`; checked at refresh time: ``feed.py``, ``join_keyed.py``)."""
     if top.cls == "Aggregate":
         return (Issue("AGGREGATE_IN_QUERY", "an aggregate over a join is not refreshed row by row here"),)
     if not _has(root, "Join"):  # still linear: ROW_BASED's signed rule after updates and deletes (planner.py)
@@ -273,6 +288,77 @@ def _fixed(node: _Node) -> dict[int, str]:
         found.update({i: _join_type(node) for i in _relation_ids(node.children[_FIXED_SIDE[_join_type(node)]])})
     for child in node.children:
         found.update({i: k for i, k in _fixed(child).items() if i not in found})
+    return found
+
+
+def _fixed_keys(node: _Node) -> dict[int, JoinKey]:
+    """For each join whose non-preserved side is one relation, that relation's first equality of a column of it
+    with a column of a relation on the preserved side (``=`` or ``<=>`` between columns or renamed columns, a
+    conjunct of the join condition)."""
+    found: dict[int, JoinKey] = {}
+    kind = _join_type(node) if node.cls == "Join" else ""
+    if kind in _FIXED_SIDE and len(_relation_ids(node.children[_FIXED_SIDE[kind]])) == 1:
+        fixed_side = _origins(node.children[_FIXED_SIDE[kind]])
+        preserved = _origins(node.children[1 - _FIXED_SIDE[kind]])
+        for left, right in _equalities(node.fields.get("condition") or []):
+            for mine, other in ((left, right), (right, left)):
+                if mine in fixed_side and other in preserved and fixed_side[mine][0] not in found:
+                    found[fixed_side[mine][0]] = JoinKey(*preserved[other], fixed_side[mine][1])
+    for child in node.children:
+        found.update({i: k for i, k in _fixed_keys(child).items() if i not in found})
+    return found
+
+
+def _view_keyed(root: _Node, keys: dict[int, JoinKey]) -> dict[int, JoinKey]:
+    """The join keys with the view column that outputs their preserved column unchanged, where one does."""
+    origins = _origins(root)
+    columns: dict[tuple[int, str], str] = {}
+    for expr_id, name in _output(root):
+        if expr_id in origins:
+            columns.setdefault(origins[expr_id], name)
+    return {i: replace(k, view_column=columns.get((k.preserved, k.preserved_column))) for i, k in keys.items()}
+
+
+def _output(node: _Node) -> list[tuple[int, str]]:
+    """The node's output columns (id, name) through projections, filters and joins."""
+    if node.cls in _RELATIONS:
+        return [(int(c[0]["exprId"]["id"]), str(c[0]["name"])) for c in node.fields.get("output") or [] if c]
+    if node.cls == "Project":
+        return [(int(e[0]["exprId"]["id"]), str(e[0]["name"])) for e in node.fields.get("projectList") or []
+                if e and "exprId" in e[0]]
+    if node.cls == "Join":
+        semi = _join_type(node) in ("LeftSemi", "LeftAnti")
+        return [c for child in node.children[:1 if semi else 2] for c in _output(child)]
+    return _output(node.children[0]) if node.children else []
+
+
+def _origins(node: _Node) -> dict[int, tuple[int, str]]:
+    """The columns of the subtree that are a relation's column, passed on or renamed: by their id, the relation
+    (the id of its first column) and the column's name there."""
+    if node.cls in _RELATIONS:
+        relation = _relation_ids(node)
+        return {int(c[0]["exprId"]["id"]): (relation[0], str(c[0]["name"]))
+                for c in node.fields.get("output") or [] if c and relation}
+    found = {k: v for child in node.children for k, v in _origins(child).items()}
+    if node.cls == "Project":
+        for expr in node.fields.get("projectList") or []:
+            if [_short(e) for e in expr] == ["Alias", "AttributeReference"] and int(expr[1]["exprId"]["id"]) in found:
+                found[int(expr[0]["exprId"]["id"])] = found[int(expr[1]["exprId"]["id"])]
+    return found
+
+
+def _equalities(condition: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The ``a = b`` and ``a <=> b`` conjuncts of a join condition between plain columns, as their ids."""
+    if not condition:
+        return []
+    found: list[tuple[int, int]] = []
+    pending = [_tree(condition)[0]]
+    while pending:
+        expr = pending.pop(0)
+        if expr.cls == "And":
+            pending.extend(expr.children)
+        elif expr.cls in ("EqualTo", "EqualNullSafe") and all(c.cls == "AttributeReference" for c in expr.children):
+            found.append((int(expr.children[0].fields["exprId"]["id"]), int(expr.children[1].fields["exprId"]["id"])))
     return found
 
 

@@ -120,12 +120,17 @@ def _keys(pairs: tuple[tuple[str, str], ...], snap: Snapshot, technique: str) ->
     partitioned = {c.lower() for c in snap.partition_columns}
     for _, column in pairs:
         kind = types.get(column.lower(), "")
-        if not (kind in (*_INTEGERS, "string", "date", "boolean") or kind.startswith("decimal")):
+        if not supported_type(kind):
             return Issue("KEY_TYPE_NOT_SUPPORTED", f"the key column {column} is {kind or 'unknown'}")
         if technique == PARTITION_OVERWRITE and column.lower() not in partitioned:
             return Issue("INPUT_NOT_PARTITIONED_LIKE_VIEW", f"the view's partition column comes from {column}, "
                                                             f"which does not partition {snap.path}")
     return Keys(tuple(v for v, _ in pairs), tuple(i for _, i in pairs), tuple(types[i.lower()] for _, i in pairs))
+
+
+def supported_type(kind: str) -> bool:
+    """Whether key values of the Spark type ``kind`` (``simpleString``) have exact literals here."""
+    return kind in (*_INTEGERS, "string", "date", "boolean") or kind.startswith("decimal")
 
 
 def _estimate(snap: Snapshot, seen: int, keys: Keys, view_path: str) -> Keyed:

@@ -4,7 +4,8 @@ Costs are bytes from the Delta logs, no Spark job: a full recompute reads every 
 ``APPEND_ONLY`` reads the appended files and appends; ``GROUP_AGGREGATE`` reads the appended files, reads the
 view and writes it back (the changed groups merged into it); ``ROW_BASED`` reads, per input with appended rows,
 those rows and the other inputs whole, and appends (after updates or deletes, read from the change data feed, it
-also reads and rewrites the view); ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
+also reads and rewrites the view; after a change on a join's non-preserved side, the cheaper of that and the
+join key's recompute, ``join_keyed.py``, given by the refresh); ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
 (``keyed.py``) read the changed files' key columns, the input's files that may hold a changed key and rewrite
 the view's. ``NO_OP`` (no input changed) costs nothing.
 

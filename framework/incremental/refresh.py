@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
+    from framework.incremental.feed import KeyedTerm
     from framework.runner.flows import FlowExecutor
     from framework.runner.results import FlowResult
 
@@ -71,6 +72,8 @@ class ViewRefresh:
         self.changed_plan: list[dict[str, Any]] | None = None
         self.view_bytes = -1
         self.keyed: dict[str, Keyed] = {}  # WINDOW_FUNCTION's and PARTITION_OVERWRITE's touched keys and costs
+        self.keyed_terms: dict[int, KeyedTerm] = {}  # ROW_BASED: changed reads on a join's non-preserved side
+        self.join_keyed: Keyed | None = None  # ROW_BASED by the join key (join_keyed.py), when it is cheaper
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------------------------------ planning
@@ -95,7 +98,7 @@ class ViewRefresh:
         if changes is not None:
             self._keyed_plans(analysis, changes, own)
         plan = choose(self.policy, analysis, changes, self.view_bytes, context, why, own_issues=own,
-                      own_costs={t: k.cost for t, k in self.keyed.items()}, groups=GROUP_AGGREGATE in self.keyed)
+                      own_costs=self._own_costs(), groups=GROUP_AGGREGATE in self.keyed)
         if self.policy is RefreshPolicy.INCREMENTAL_STRICT and changes is not None and not plan.incremental:
             self._strict([(i) for i in plan.blocking_issues()])
         self.txn = (APP_ID, last_refresh(self.path) + 1)
@@ -185,18 +188,24 @@ class ViewRefresh:
 
     def _row_based_issues(self, analysis: Analysis) -> list[Issue]:
         """ROW_BASED's issues of this refresh: an input changed on the side of a left, right, semi or anti join
-        that the join does not preserve (``analysis._fixed``), or reads that cannot be told apart in the plan."""
-        issues: list[Issue] = []
+        that the join does not preserve (``analysis._fixed``) without a join key to refresh it by
+        (``feed.keyed_terms``, kept in :attr:`keyed_terms`), or reads that cannot be told apart in the plan."""
+        from framework.incremental.feed import keyed_terms
+        from framework.incremental.join_keyed import keyed_join
+
         if not analysis.fixed:  # inner joins only: every read may change (no plan call per read)
-            return issues
-        for path, read_id in zip(self.read_paths, map(_first_column_id, self.read_frames), strict=True):
-            change = self.input_changes.get(path)
-            if analysis.fixed and read_id not in analysis.relation_ids:
-                return [Issue("JOIN_SIDES_UNKNOWN", "the query's reads cannot be matched with its joins' sides")]
-            if read_id in analysis.fixed and (change is None or not change.unchanged):
-                issues.append(Issue("JOIN_TYPE_NOT_SUPPORTED", f"{path} changed on the side a "
-                                                               f"{analysis.fixed[read_id]} join does not preserve: "
-                                                               "its new rows can change rows the view holds"))
+            return []
+        reads = [(path, _first_column_id(df)) for path, df in zip(self.read_paths, self.read_frames, strict=True)]
+        if any(read_id not in analysis.relation_ids for _, read_id in reads):
+            return [Issue("JOIN_SIDES_UNKNOWN", "the query's reads cannot be matched with its joins' sides")]
+        self.keyed_terms, issues = keyed_terms(analysis, reads, self.input_changes)
+        if self.keyed_terms and not issues:
+            views = {i: analysis.fixed_keys[rid].view_column for i, (_, rid) in enumerate(reads)
+                     if i in self.keyed_terms and rid is not None}
+            self.join_keyed = keyed_join(self, self.keyed_terms, views)
+            if self.join_keyed.issues and self.ex.expectations:  # the signed rule does not apply expectations
+                issues.append(Issue("EXPECTATIONS_WITH_DELETES", "expectations on a view whose rows a change of a "
+                                    "join's non-preserved side may remove, and " + self.join_keyed.issues[0].reason))
         return issues
 
     def changed_rows(self, df: DataFrame) -> pa.Table:
@@ -337,7 +346,8 @@ class ViewRefresh:
         change = changes[0] if len(changes) == 1 and analysis.relations == 1 else None
         self.keyed = keyed_techniques(analysis, change, self.path, self._partition_cols())
         own[ROW_BASED] = [*own.get(ROW_BASED, []), *self._row_based_issues(analysis)]
-        if self.ex.expectations and any(c.feed for c in changes):
+        by_key = self.join_keyed is not None and not self.join_keyed.issues  # applies expectations
+        if self.ex.expectations and any(c.feed for c in changes) and not by_key:
             own[ROW_BASED] = [*own.get(ROW_BASED, []), Issue("EXPECTATIONS_WITH_DELETES", "expectations on a view "
                                                                 "whose inputs updated or deleted rows")]
         merge = self._merge_issues(analysis)
@@ -349,6 +359,21 @@ class ViewRefresh:
                 self.keyed[GROUP_AGGREGATE] = groups
         for technique, keyed in self.keyed.items():
             own[technique] = [*own.get(technique, []), *(i for i in keyed.issues if i not in own.get(technique, []))]
+
+    def _own_costs(self) -> dict[str, int | None]:
+        """The costs found at refresh time: the keyed techniques', ROW_BASED's with keyed terms."""
+        from framework.incremental.feed import keyed_cost
+
+        costs = {t: k.cost for t, k in self.keyed.items()}
+        if self.keyed_terms:
+            signed = keyed_cost(self, self.keyed_terms)
+            by_key = self.join_keyed
+            if by_key is not None and not by_key.issues and by_key.cost is not None and \
+                    (by_key.cost <= signed or self.ex.expectations):  # the signed rule ignores expectations
+                costs[ROW_BASED] = by_key.cost
+            else:
+                self.join_keyed, costs[ROW_BASED] = None, signed
+        return costs
 
     def _strict(self, issues: list[Issue]) -> None:
         if issues:

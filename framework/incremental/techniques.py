@@ -1,6 +1,7 @@
 """The incremental techniques' writes: ``APPEND_ONLY`` appends the query of the appended rows, ``ROW_BASED``
 the join rule's new rows (``ViewRefresh.row_based_query``), ``WINDOW_FUNCTION`` and ``PARTITION_OVERWRITE``
-replace the touched keys' rows with the query over those keys (``keyed.py``),
+replace the touched keys' rows with the query over those keys (``keyed.py``; a small view on the driver,
+``arrow_keyed.py``),
 ``GROUP_AGGREGATE`` merges the changed groups' partial aggregates into the view (a small view on the driver,
 ``arrow_merge.py``: one Spark job, the partial aggregate; else a Delta MERGE, ``merge.py``). Each is one Delta
 commit carrying the refresh's ``txn``, after the refresh record (``state.py``).
@@ -22,6 +23,7 @@ from framework.incremental.analysis import (
     ROW_BASED,
     WINDOW_FUNCTION,
 )
+from framework.incremental.arrow_keyed import read_files, replace_on_driver
 from framework.incremental.arrow_merge import mergeable_keys, merged_rows
 from framework.incremental.merge import merge_into
 from framework.quality.engine import apply_expectations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from framework.incremental.changes import Change
+    from framework.incremental.keyed import Keyed
     from framework.incremental.refresh import ViewRefresh
     from framework.runner.results import FlowResult
 
@@ -40,19 +43,21 @@ def run_technique(refresh: ViewRefresh, technique: str, changes: list[Change], r
     ex = refresh.ex
     assert refresh.changed is not None
     conformed = ex._conform(refresh.changed)
-    if technique == ROW_BASED and any(c.feed for c in changes):
+    if technique == ROW_BASED and refresh.join_keyed is not None:  # by the join key (join_keyed.py)
+        _keyed_recompute(refresh, refresh.join_keyed, result)
+    elif technique == ROW_BASED and (any(c.feed for c in changes) or refresh.keyed_terms):
         _row_based_signed(refresh, result)
     elif technique in (APPEND_ONLY, ROW_BASED):
         on_driver = refresh.row_based_rows if technique == ROW_BASED else lambda: refresh.changed_rows(conformed)
         if not _append_evaluated(refresh, conformed, result, on_driver):
             _append_on_spark(refresh, technique, result)
     elif technique == GROUP_AGGREGATE and technique in refresh.keyed:  # the changed groups recomputed
-        _keyed_recompute(refresh, refresh.keyed[technique].predicate(), result)
+        _keyed_recompute(refresh, refresh.keyed[technique], result)
     elif technique == GROUP_AGGREGATE:
         result.num_output_rows = _group_aggregate(refresh, conformed)
         result.batches = 1
     elif technique in (WINDOW_FUNCTION, PARTITION_OVERWRITE):
-        _keyed_recompute(refresh, refresh.keyed[technique].predicate(), result)
+        _keyed_recompute(refresh, refresh.keyed[technique], result)
     else:
         raise ValueError(f"no incremental technique {technique}")
     result.num_input_rows = sum(c.appended_rows for c in changes)
@@ -90,20 +95,22 @@ def _row_based_signed(refresh: ViewRefresh, result: FlowResult) -> None:
     result.batches = 1
 
 
-def _keyed_recompute(refresh: ViewRefresh, predicate: str, result: FlowResult) -> None:
-    """``WINDOW_FUNCTION`` / ``PARTITION_OVERWRITE`` (``keyed.py``): the query over the inputs as planned,
-    for the touched key values only, replaces the view's rows of those values in one ``replaceWhere`` commit
-    carrying the refresh's ``txn`` (a partition overwrite when the keys partition the view)."""
-    ex = refresh.ex
+def _keyed_recompute(refresh: ViewRefresh, keyed: Keyed, result: FlowResult) -> None:
+    """The keyed recomputes (``keyed.py``, ``join_keyed.py``): the query over the inputs as planned, for the
+    touched key values only, replaces the view's rows of those values in one commit carrying the refresh's
+    ``txn``: the driver's for a small view (``arrow_keyed.py``), else a ``replaceWhere`` (a partition overwrite
+    when the keys partition the view)."""
+    ex, predicate = refresh.ex, keyed.predicate()
     out, observation = apply_expectations(ex._conform(refresh.full_query().where(predicate)), ex.expectations,
                                           dataset=ex._dataset_name(), flow=ex.flow.name,
                                           rescued_column=ex._rescued_column())
-    refresh.before_commit()
-    writer = out.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
-        .options(**ex._delta_options()).options(**refresh.writer_options())
-    if ex.dataset is not None and ex.dataset.partition_cols:
-        writer = writer.partitionBy(*ex.dataset.partition_cols)
-    writer.save(refresh.path)
+    if not replace_on_driver(refresh, out, keyed):
+        refresh.before_commit()
+        writer = out.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
+            .options(**ex._delta_options()).options(**refresh.writer_options())
+        if ex.dataset is not None and ex.dataset.partition_cols:
+            writer = writer.partitionBy(*ex.dataset.partition_cols)
+        writer.save(refresh.path)
     ex._record(result, dict(observation.get), batches=1)
 
 
@@ -140,7 +147,7 @@ def _merge_on_driver(refresh: ViewRefresh, partial: DataFrame) -> int | None:
     if found is None:
         return None
     data = refresh.changed_rows(partial)
-    existing = _read_files(refresh.path, list(found.files), data.schema)
+    existing = read_files(refresh.path, list(found.files), data.schema)
     merged = merged_rows(existing, data, columns, data.schema)
     refresh.before_commit()
     try:
@@ -150,18 +157,6 @@ def _merge_on_driver(refresh: ViewRefresh, partial: DataFrame) -> int | None:
         return None  # the view changed meanwhile into one only Spark writes
     checkpoint_if_due(partial.sparkSession, refresh.path)
     return merged.num_rows
-
-
-def _read_files(table: str, names: list[str], schema: pa.Schema) -> pa.Table:
-    """The view's rows from its live Parquet files (``add`` paths), as ``schema``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from framework.storage.plain import file_path
-
-    parts = [pq.read_table(file_path(table, n).removeprefix("file:")).select(schema.names).cast(schema)
-             for n in names]
-    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _write(refresh: ViewRefresh, df: DataFrame, mode: str) -> None:

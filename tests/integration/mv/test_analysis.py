@@ -144,6 +144,31 @@ def test_the_sides_a_join_does_not_preserve(spark, src: str) -> None:
     assert left.applicable(ROW_BASED) and left.fixed == {first[1]: "LeftOuter"}
 
 
+def test_join_keys_of_the_sides_a_join_does_not_preserve(spark, src: str) -> None:
+    """A non-preserved side that is one relation is keyed by the first equality of the condition between its
+    columns (renamed or not) and a preserved relation's (``=`` or ``<=>``, either order, among other conjuncts),
+    with the view column that outputs the preserved one, if any; none when the condition equates expressions or
+    the side holds two relations."""
+    from pyspark.sql import functions as F
+
+    from framework.incremental.analysis import JoinKey
+
+    a = spark.read.format("delta").load(src)
+    b = spark.read.format("delta").load(src).withColumnRenamed("id", "bid").withColumnRenamed("k", "bk")
+    c = spark.read.format("delta").load(src).withColumnRenamed("id", "cid")
+    first = [next(n["output"][0][0]["exprId"]["id"] for n in analyzed_plan(df) if n.get("output"))
+             for df in (a, b, c)]
+    keyed = analyze(analyzed_plan(a.join(b, (a.id < b.bid) & (b.bk == a.k), "left")))
+    assert keyed.fixed_keys == {first[1]: JoinKey(first[0], "k", "k", "k")}  # the relation's column names
+    renamed = a.join(b, b.bk.eqNullSafe(a.k), "left").select(a.k.alias("key"), "bid")
+    assert analyze(analyzed_plan(renamed)).fixed_keys == {first[1]: JoinKey(first[0], "k", "k", "key")}
+    assert analyze(analyzed_plan(b.join(a, b.bk == a.k, "right").select("id", "bid"))).fixed_keys == \
+        {first[1]: JoinKey(first[0], "k", "k", None)}  # the view does not output the key
+    assert analyze(analyzed_plan(a.join(b, F.upper(a.k) == F.upper(b.bk), "left"))).fixed_keys == {}
+    two = analyze(analyzed_plan(a.join(b.join(c, b.bk == c.k), a.k == b.bk, "left_semi")))
+    assert set(two.fixed) == {first[1], first[2]} and two.fixed_keys == {}
+
+
 def test_udf(spark, src: str) -> None:
     from pyspark.sql import functions as F
 

@@ -2,7 +2,9 @@
 NULL keys and values, late rows, deletes and updates in place, empty updates), after every update each
 incrementally refreshed view (APPEND_ONLY; GROUP_AGGREGATE: merged, and by changed groups for avg,
 count(DISTINCT) and after deletes and updates; ROW_BASED: a join of two inputs and a self-join, and a join
-whose input records its change data feed, refreshed from it after deletes and updates too;
+whose input records its change data feed, refreshed from it after deletes and updates too; a right join and a
+left anti join whose non-preserved side takes appends, or deletes and updates from its feed (by the join key
+when the view outputs it, else by the signed rule);
 WINDOW_FUNCTION: windows partitioned by a column, filtered on their rank; PARTITION_OVERWRITE: views partitioned
 like their partitioned input, a projection and a window) equals a full recompute of its query, row for row, and
 the grouped and keyed views are refreshed by their technique after every change (appends, deletes and updates alike).
@@ -98,6 +100,20 @@ def fed_projected():
     return spark.read.table("csrc").where("v IS NULL OR v % 3 <> 0").select("id", "k", (F.col("v") + 1).alias("w"))
 
 @dp.materialized_view(refresh_policy="incremental")
+def outer_fed():
+    c, d = spark.read.table("csrc"), spark.read.table("dim")
+    return c.join(d, c.k == d.k, "right").select(d.k, "did", "id", (F.col("v") + 1).alias("w"))
+
+@dp.materialized_view(refresh_policy="incremental")
+def outer_unkeyed():
+    c, d = spark.read.table("csrc"), spark.read.table("dim")
+    return c.join(d, c.k == d.k, "right").select("did", "id", "v")
+
+@dp.materialized_view(refresh_policy="incremental")
+def unmatched():
+    return spark.read.table("csrc").join(spark.read.table("dim"), "k", "left_anti").select("id", "k", "v")
+
+@dp.materialized_view(refresh_policy="incremental")
 def averaged():
     return spark.read.table("src").where("id > 1").groupBy("k").agg(
         F.avg("v").alias("a"), F.count_distinct("v").alias("d"), F.min("v").alias("lo"), F.count("*").alias("n"))
@@ -128,8 +144,15 @@ QUERIES["averaged"] = ("SELECT k, avg(v) AS a, count(DISTINCT v) AS d, min(v) AS
                        "FROM delta.`{src}` WHERE id > 1 GROUP BY k")
 QUERIES["fed_joined"] = ("SELECT s.id, s.k, d.did, s.v * 2 AS v2 FROM delta.`{csrc}` s JOIN delta.`{dim}` d "
                          "ON s.k = d.k WHERE s.v IS NULL OR s.v > 0")
+QUERIES["outer_fed"] = ("SELECT d.k, d.did, c.id, c.v + 1 AS w FROM delta.`{csrc}` c RIGHT JOIN delta.`{dim}` d "
+                        "ON c.k = d.k")
+QUERIES["outer_unkeyed"] = "SELECT d.did, c.id, c.v FROM delta.`{csrc}` c RIGHT JOIN delta.`{dim}` d ON c.k = d.k"
+QUERIES["unmatched"] = "SELECT c.id, c.k, c.v FROM delta.`{csrc}` c LEFT ANTI JOIN delta.`{dim}` d ON c.k = d.k"
 QUERIES["fed_projected"] = "SELECT id, k, v + 1 AS w FROM delta.`{csrc}` WHERE v IS NULL OR v % 3 <> 0"
-KEYED = {"fed_joined": {"ROW_BASED"}, "fed_projected": {"APPEND_ONLY", "ROW_BASED"}, "grouped": {"GROUP_AGGREGATE"}, "averaged": {"GROUP_AGGREGATE"}, "windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
+KEYED = {"fed_joined": {"ROW_BASED"}, "outer_fed": {"ROW_BASED"}, "outer_unkeyed": {"ROW_BASED"},
+         "unmatched": {"ROW_BASED"},
+         "fed_projected": {"APPEND_ONLY", "ROW_BASED"}, "grouped": {"GROUP_AGGREGATE"}, "averaged": {"GROUP_AGGREGATE"},
+         "windowed": {"WINDOW_FUNCTION"}, "part_projected": {"PARTITION_OVERWRITE"},
          "part_windowed": {"PARTITION_OVERWRITE", "WINDOW_FUNCTION"}}
 
 _row = st.fixed_dictionaries({"id": st.integers(0, 30), "k": st.sampled_from(["a", "b", "c", None]),
