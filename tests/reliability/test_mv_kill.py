@@ -1,5 +1,5 @@
-"""kill -9 during an incremental refresh of materialized views (GROUP_AGGREGATE, APPEND_ONLY, ROW_BASED,
-WINDOW_FUNCTION), then a rerun (issue 37): the views equal a full recompute of their queries, the refresh
+"""kill -9 during an incremental refresh of materialized views (GROUP_AGGREGATE, APPEND_ONLY, ROW_BASED of an
+inner join and, by the join key, of a left join whose both sides change, WINDOW_FUNCTION), then a rerun (issue 37): the views equal a full recompute of their queries, the refresh
 completed exactly once or recomputed.
 
 Each round lands new input, starts ``medallion run`` in a fresh process and kills its process group a delay
@@ -48,6 +48,12 @@ def joined():
     return a.join(b, (a.k == b.k2) & (a.id < b.id2)).select("id", "id2", "k")
 
 @dp.materialized_view(refresh_policy="incremental")
+def padded():
+    a = spark.read.table("src")
+    b = spark.read.table("src").where("v > 5").select(F.col("k").alias("k2"), F.col("id").alias("id2"))
+    return a.join(b, a.k == b.k2, "left").select("id", "k", "id2")
+
+@dp.materialized_view(refresh_policy="incremental")
 def ranked():
     return spark.read.table("src").select("k", "id", F.rank().over(Window.partitionBy("k").orderBy("v", "id")).alias("r"))
 """
@@ -56,6 +62,8 @@ QUERIES = {"per_k": "SELECT k, count(*) AS n, sum(v) AS s FROM delta.`{src}` GRO
            "big": "SELECT id, k FROM delta.`{src}` WHERE v > 3",
            "joined": "SELECT a.id, b.id AS id2, a.k FROM delta.`{src}` a JOIN delta.`{src}` b ON a.k = b.k "
                      "AND a.id < b.id",
+           "padded": "SELECT a.id, a.k, b.id AS id2 FROM delta.`{src}` a LEFT JOIN "
+                     "(SELECT k, id FROM delta.`{src}` WHERE v > 5) b ON a.k = b.k",
            "ranked": "SELECT k, id, rank() OVER (PARTITION BY k ORDER BY v, id) AS r FROM delta.`{src}`"}
 
 
@@ -65,7 +73,7 @@ def _land(landing: Path, batch: int) -> None:
     (landing / f"b{batch:03d}.json").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("flow", ["per_k", "big", "joined", "ranked"])
+@pytest.mark.parametrize("flow", ["per_k", "big", "joined", "padded", "ranked"])
 def test_killed_refresh_then_rerun_equals_recompute(spark: SparkSession, tmp_path: Path, flow: str) -> None:
     landing = tmp_path / "landing"
     spec_file = write_spec(tmp_path, {"p.py": PIPELINE}, name="mvkill", configuration={"landing": str(landing)})
