@@ -12,7 +12,6 @@ driver's milliseconds plus the collect; a table only Spark writes (a layout, a l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,7 @@ from framework.incremental.analysis import (
     ROW_BASED,
     WINDOW_FUNCTION,
 )
-from framework.incremental.arrow_keyed import read_files, replace_on_driver
+from framework.incremental.arrow_keyed import replace_on_driver, rewrite_on_driver
 from framework.incremental.arrow_merge import mergeable_keys, merged_rows
 from framework.incremental.merge import merge_into
 from framework.quality.engine import apply_expectations
@@ -127,36 +126,13 @@ def _group_aggregate(refresh: ViewRefresh, partial: DataFrame) -> int | None:
 
 
 def _merge_on_driver(refresh: ViewRefresh, partial: DataFrame) -> int | None:
-    """``arrow_merge.py``'s merge of a view the storage policy lets the driver rewrite whole: the partial
-    aggregates collected (the refresh's one Spark job), the view's live files read with pyarrow, one overwrite
-    commit carrying the refresh's ``txn`` and refused if the view moved since its files were read. None: Spark
-    merges (nothing committed)."""
-    from pyspark.sql.types import StructType
-
-    from framework.storage.driver import NeedsSpark, checkpoint_if_due, overwrite_arrow
-    from framework.storage.plain import input_bytes, plain_files
-    from framework.storage.policy import choose
-
-    ex, limit = refresh.ex, refresh.ex.env.small_input_bytes
+    """``arrow_merge.py``'s merge of a small view on the driver (``arrow_keyed.rewrite_on_driver``), the partial
+    aggregates collected. None: Spark merges (nothing committed)."""
     columns = refresh.analysis.columns if refresh.analysis is not None else ()
-    if not ex._plain_layout() or not mergeable_keys(partial.schema, columns) or not choose(
-            refresh.path, partial.schema, kind="overwrite", max_bytes=limit,
-            data_bytes=lambda: max(refresh.view_bytes, 0) + input_bytes(partial)).driver:
+    if not mergeable_keys(partial.schema, columns):
         return None
-    found = plain_files(refresh.path, limit)
-    if found is None:
-        return None
-    data = refresh.changed_rows(partial)
-    existing = read_files(refresh.path, list(found.files), data.schema)
-    merged = merged_rows(existing, data, columns, data.schema)
-    refresh.before_commit()
-    try:
-        overwrite_arrow(refresh.path, StructType.fromJson(json.loads(found.metadata["schemaString"])), merged,
-                        txn=refresh.txn, read_version=found.version)
-    except NeedsSpark:
-        return None  # the view changed meanwhile into one only Spark writes
-    checkpoint_if_due(partial.sparkSession, refresh.path)
-    return merged.num_rows
+    return rewrite_on_driver(refresh, partial, lambda: refresh.changed_rows(partial),
+                             lambda existing, new: merged_rows(existing, new, columns, new.schema))
 
 
 def _write(refresh: ViewRefresh, df: DataFrame, mode: str) -> None:
