@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from framework.incremental.analysis import Issue
-from framework.incremental.keyed import MAX_KEYS, Keyed, Keys, holding_bytes, supported_type, touched
+from framework.incremental.keyed import MAX_KEYS, Keyed, Keys, holding_bytes, key_columns, touched
 
 if TYPE_CHECKING:
     from framework.incremental.feed import KeyedTerm
@@ -40,19 +40,21 @@ def keyed_join(refresh: ViewRefresh, terms: dict[int, KeyedTerm], views: dict[in
     if moved:
         return Keyed((Issue("INPUT_CHANGED", f"{moved[0]} changed too: its rows are not keyed by the join key"),))
     values: set[tuple[object, ...]] = set()
-    cost, types = 0, set()
+    cost, found_keys = 0, list[Keys]()
     for i, name in keyed.items():
         snap, change = refresh.snapshots[refresh.read_paths[i]], refresh.input_changes[refresh.read_paths[i]]
-        kind = {f.name.lower(): f.dataType.simpleString() for f in snap.schema().fields}.get(name.lower(), "")
-        keys = Keys((view_column,), (name,), (kind,))
-        types.add(kind)
+        keys = key_columns(((view_column, name),), snap)
+        if isinstance(keys, Issue):
+            return Keyed((keys,))
         found = touched(snap, change.seen, keys) if not change.unchanged else (set(), 0)
         if isinstance(found, Issue):
             return Keyed((found,))
+        found_keys.append(keys)
         values |= found[0]
         cost += found[1]
-    if len(types) != 1 or not supported_type(next(iter(types))):
-        return Keyed((Issue("KEY_TYPE_NOT_SUPPORTED", f"the join key is {', '.join(sorted(types))}"),))
+    types = {k.types[0] for k in found_keys}
+    if len(types) != 1:
+        return Keyed((Issue("KEY_TYPE_NOT_SUPPORTED", f"the join key's types differ: {', '.join(sorted(types))}"),))
     if len(values) > MAX_KEYS:
         return Keyed((Issue("TOO_MANY_CHANGED_KEYS", f"{len(values):,} key values changed (more than "
                                                      f"{MAX_KEYS:,})"),))

@@ -87,7 +87,7 @@ def keyed_techniques(analysis: Analysis, change: Change | None, view_path: str,
             out[technique] = Keyed((change.issue,))
         else:
             pairs = analysis.keyed if technique == WINDOW_FUNCTION else _partition_pairs(analysis, partitions)
-            found = pairs if isinstance(pairs, Issue) else _keys(pairs, change.snapshot, technique)
+            found = pairs if isinstance(pairs, Issue) else key_columns(pairs, change.snapshot, technique)
             out[technique] = Keyed((found,)) if isinstance(found, Issue) else \
                 _estimate(change.snapshot, change.seen, found, view_path)
     return out
@@ -100,7 +100,7 @@ def keyed_groups(analysis: Analysis, change: Change | None, view_path: str) -> K
         return Keyed((Issue("INPUT_NOT_DELTA", "recomputing the changed groups needs one Delta input"),))
     if change.issue is not None and change.issue.issue_type == "INPUT_REPLACED":
         return Keyed((change.issue,))
-    found = _keys(analysis.keyed, change.snapshot, GROUP_AGGREGATE)
+    found = key_columns(analysis.keyed, change.snapshot, GROUP_AGGREGATE)
     return Keyed((found,)) if isinstance(found, Issue) else _estimate(change.snapshot, change.seen, found, view_path)
 
 
@@ -115,22 +115,18 @@ def _partition_pairs(analysis: Analysis, partitions: tuple[str, ...]) -> tuple[t
     return tuple(by_view[p.lower()] for p in partitions)
 
 
-def _keys(pairs: tuple[tuple[str, str], ...], snap: Snapshot, technique: str) -> Keys | Issue:
+def key_columns(pairs: tuple[tuple[str, str], ...], snap: Snapshot, technique: str = WINDOW_FUNCTION) -> Keys | Issue:
+    """The key columns (view column, ``snap``'s column) with their types, or why one cannot key a recompute."""
     types = {f.name.lower(): f.dataType.simpleString() for f in snap.schema().fields}
     partitioned = {c.lower() for c in snap.partition_columns}
     for _, column in pairs:
         kind = types.get(column.lower(), "")
-        if not supported_type(kind):
+        if not (kind in (*_INTEGERS, "string", "date", "boolean") or kind.startswith("decimal")):
             return Issue("KEY_TYPE_NOT_SUPPORTED", f"the key column {column} is {kind or 'unknown'}")
         if technique == PARTITION_OVERWRITE and column.lower() not in partitioned:
             return Issue("INPUT_NOT_PARTITIONED_LIKE_VIEW", f"the view's partition column comes from {column}, "
                                                             f"which does not partition {snap.path}")
     return Keys(tuple(v for v, _ in pairs), tuple(i for _, i in pairs), tuple(types[i.lower()] for _, i in pairs))
-
-
-def supported_type(kind: str) -> bool:
-    """Whether key values of the Spark type ``kind`` (``simpleString``) have exact literals here."""
-    return kind in (*_INTEGERS, "string", "date", "boolean") or kind.startswith("decimal")
 
 
 def _estimate(snap: Snapshot, seen: int, keys: Keys, view_path: str) -> Keyed:

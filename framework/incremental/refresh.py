@@ -73,7 +73,8 @@ class ViewRefresh:
         self.view_bytes = -1
         self.keyed: dict[str, Keyed] = {}  # WINDOW_FUNCTION's and PARTITION_OVERWRITE's touched keys and costs
         self.keyed_terms: dict[int, KeyedTerm] = {}  # ROW_BASED: changed reads on a join's non-preserved side
-        self.join_keyed: Keyed | None = None  # ROW_BASED by the join key (join_keyed.py), when it is cheaper
+        self.join_keyed: Keyed | None = None  # ROW_BASED by the join key (join_keyed.py), when it is chosen
+        self.row_based_cost: int | None = None  # ROW_BASED's cost with keyed terms (the chosen way's)
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------------------------------ planning
@@ -189,8 +190,10 @@ class ViewRefresh:
     def _row_based_issues(self, analysis: Analysis) -> list[Issue]:
         """ROW_BASED's issues of this refresh: an input changed on the side of a left, right, semi or anti join
         that the join does not preserve (``analysis._fixed``) without a join key to refresh it by
-        (``feed.keyed_terms``, kept in :attr:`keyed_terms`), or reads that cannot be told apart in the plan."""
-        from framework.incremental.feed import keyed_terms
+        (``feed.keyed_terms``, kept in :attr:`keyed_terms`), or reads that cannot be told apart in the plan. With
+        keyed terms, the cheaper way to refresh them (by the join key, :attr:`join_keyed`, or the signed rule)
+        and its cost (:attr:`row_based_cost`)."""
+        from framework.incremental.feed import keyed_cost, keyed_terms
         from framework.incremental.join_keyed import keyed_join
 
         if not analysis.fixed:  # inner joins only: every read may change (no plan call per read)
@@ -199,13 +202,17 @@ class ViewRefresh:
         if any(read_id not in analysis.relation_ids for _, read_id in reads):
             return [Issue("JOIN_SIDES_UNKNOWN", "the query's reads cannot be matched with its joins' sides")]
         self.keyed_terms, issues = keyed_terms(analysis, reads, self.input_changes)
-        if self.keyed_terms and not issues:
+        signed = self.row_based_cost = keyed_cost(self, self.keyed_terms) if self.keyed_terms else None
+        if signed is not None and not issues:
             views = {i: analysis.fixed_keys[rid].view_column for i, (_, rid) in enumerate(reads)
                      if i in self.keyed_terms and rid is not None}
-            self.join_keyed = keyed_join(self, self.keyed_terms, views)
-            if self.join_keyed.issues and self.ex.expectations:  # the signed rule does not apply expectations
+            by_key = keyed_join(self, self.keyed_terms, views)
+            if not by_key.issues and by_key.cost is not None and \
+                    (by_key.cost <= signed or self.ex.expectations):  # the signed rule ignores them
+                self.join_keyed, self.row_based_cost = by_key, by_key.cost
+            elif self.ex.expectations:
                 issues.append(Issue("EXPECTATIONS_WITH_DELETES", "expectations on a view whose rows a change of a "
-                                    "join's non-preserved side may remove, and " + self.join_keyed.issues[0].reason))
+                                    "join's non-preserved side may remove, and " + by_key.issues[0].reason))
         return issues
 
     def changed_rows(self, df: DataFrame) -> pa.Table:
@@ -346,8 +353,7 @@ class ViewRefresh:
         change = changes[0] if len(changes) == 1 and analysis.relations == 1 else None
         self.keyed = keyed_techniques(analysis, change, self.path, self._partition_cols())
         own[ROW_BASED] = [*own.get(ROW_BASED, []), *self._row_based_issues(analysis)]
-        by_key = self.join_keyed is not None and not self.join_keyed.issues  # applies expectations
-        if self.ex.expectations and any(c.feed for c in changes) and not by_key:
+        if self.ex.expectations and any(c.feed for c in changes) and self.join_keyed is None:  # it applies them
             own[ROW_BASED] = [*own.get(ROW_BASED, []), Issue("EXPECTATIONS_WITH_DELETES", "expectations on a view "
                                                                 "whose inputs updated or deleted rows")]
         merge = self._merge_issues(analysis)
@@ -362,17 +368,9 @@ class ViewRefresh:
 
     def _own_costs(self) -> dict[str, int | None]:
         """The costs found at refresh time: the keyed techniques', ROW_BASED's with keyed terms."""
-        from framework.incremental.feed import keyed_cost
-
         costs = {t: k.cost for t, k in self.keyed.items()}
-        if self.keyed_terms:
-            signed = keyed_cost(self, self.keyed_terms)
-            by_key = self.join_keyed
-            if by_key is not None and not by_key.issues and by_key.cost is not None and \
-                    (by_key.cost <= signed or self.ex.expectations):  # the signed rule ignores expectations
-                costs[ROW_BASED] = by_key.cost
-            else:
-                self.join_keyed, costs[ROW_BASED] = None, signed
+        if self.row_based_cost is not None:
+            costs[ROW_BASED] = self.row_based_cost
         return costs
 
     def _strict(self, issues: list[Issue]) -> None:

@@ -140,7 +140,6 @@ def _folders(path: Path) -> list[Path]:
         return []
 
 
-
 def _human(size: int) -> str:
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
